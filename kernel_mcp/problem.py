@@ -1,0 +1,131 @@
+"""Load a problem: a GPU MODE style folder (task.yml + reference.py) or a KernelBench single file.
+
+Loading here is static (YAML + a parse of the Python source, no import): it runs in the caller's process,
+which never imports problem or candidate code. The judge process imports reference.py later.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import ValidationError
+
+from kernel_mcp.results import Finding, UsageError
+from kernel_mcp.taskspec import GPU_MODE_KEYS, KernelMcpSpec, TaskFile
+
+KERNELBENCH_DEFAULT_TESTS = [{"seed": 1}, {"seed": 2}]
+KERNELBENCH_DEFAULT_BENCHMARKS = [{"seed": 3}]
+
+
+@dataclass
+class Problem:
+    name: str
+    path: Path  # the folder, or the KernelBench .py file
+    kind: Literal["gpumode", "kernelbench"]
+    spec: KernelMcpSpec
+    tests: list[dict[str, Any]]
+    benchmarks: list[dict[str, Any]]
+    description: str = ""
+    warnings: list[Finding] = field(default_factory=list)
+
+    @property
+    def folder(self) -> Path:
+        return self.path if self.kind == "gpumode" else self.path.parent
+
+    @property
+    def reference_file(self) -> Path:
+        return self.path / "reference.py" if self.kind == "gpumode" else self.path
+
+    def guarded_files(self) -> list[Path]:
+        """Files the harness relies on: the problem's own files and the helpers GPU MODE imports from
+        the parent folder. A candidate that edits any of them fails, and they are restored."""
+        if self.kind == "kernelbench":
+            return [self.path]
+        own = [p for p in sorted(self.path.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
+               and "solutions" not in p.relative_to(self.path).parts and p.stat().st_size < 4 << 20]
+        parent = [p for p in sorted(self.path.parent.glob("*.py")) if p.is_file()]
+        return own + parent
+
+
+def load_problem(path: str | Path) -> Problem:
+    """Validate and describe a problem; raise UsageError naming the file and key on any defect."""
+    p = Path(path).expanduser().resolve()
+    if not p.exists():
+        raise UsageError(f"problem not found: {path}")
+    if p.is_file() and p.suffix == ".py":
+        return _load_kernelbench(p)
+    if not p.is_dir():
+        raise UsageError(f"{path}: a problem is a folder with task.yml and reference.py, or a KernelBench .py file")
+    return _load_folder(p)
+
+
+def _load_folder(folder: Path) -> Problem:
+    name = folder.name
+    task_path, ref_path = folder / "task.yml", folder / "reference.py"
+    for needed in (task_path, ref_path):
+        if not needed.is_file():
+            raise UsageError(f"problem {name}: missing {needed.name} in {folder}")
+    try:
+        raw = yaml.safe_load(task_path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{task_path}: not valid YAML ({exc})") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"{task_path}: must be a mapping of keys (problem {name})")
+    try:
+        task = TaskFile.model_validate(raw)
+    except ValidationError as exc:
+        raise UsageError(_describe_validation(exc, task_path, name)) from None
+    _require_functions(ref_path, name, ("generate_input", "ref_kernel"))
+    for i, case in enumerate(task.tests + task.benchmarks):
+        if "seed" not in case:
+            raise UsageError(f"{task_path}: tests/benchmarks entry {i} has no 'seed' (problem {name})")
+    warnings = [Finding(code="unknown_task_key", severity="warning",
+                        message=f"{task_path}: top-level key {k!r} is neither GPU MODE's nor kernel_mcp's; ignored")
+                for k in raw if k not in GPU_MODE_KEYS | {"kernel_mcp"}]
+    return Problem(name=name, path=folder, kind="gpumode", spec=task.kernel_mcp, tests=task.tests,
+                   benchmarks=task.benchmarks or task.tests, description=task.description.strip(),
+                   warnings=warnings)
+
+
+def _load_kernelbench(file: Path) -> Problem:
+    _require_functions(file, file.stem, ("Model", "get_inputs", "get_init_inputs"))
+    doc = ast.get_docstring(ast.parse(file.read_text())) or ""
+    return Problem(name=file.stem, path=file, kind="kernelbench", spec=KernelMcpSpec(),
+                   tests=[dict(t) for t in KERNELBENCH_DEFAULT_TESTS],
+                   benchmarks=[dict(b) for b in KERNELBENCH_DEFAULT_BENCHMARKS], description=doc)
+
+
+def module_level_names(source_file: Path) -> set[str]:
+    """Names a Python file defines at module level (functions, classes, assignments, imports)."""
+    try:
+        tree = ast.parse(source_file.read_text(), filename=str(source_file))
+    except SyntaxError as exc:
+        raise UsageError(f"{source_file}:{exc.lineno}: syntax error: {exc.msg}") from None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _require_functions(source_file: Path, problem: str, required: tuple[str, ...]) -> None:
+    missing = [n for n in required if n not in module_level_names(source_file)]
+    if missing:
+        raise UsageError(f"{source_file}: missing {', '.join(missing)} (problem {problem})")
+
+
+def _describe_validation(exc: ValidationError, file: Path, problem: str) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(part) for part in err["loc"])
+        what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"{file}: {key}: {what} (problem {problem})")
+    return "\n".join(lines)

@@ -1,0 +1,84 @@
+"""Trusted helpers over nested input/output structures (tensors inside tuples, lists and dicts)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+
+def leaves(tree: Any, path: str = "") -> list[tuple[str, torch.Tensor]]:
+    """Every tensor in ``tree`` with its path, in a fixed order (``[1]``, ``['w']``...)."""
+    if isinstance(tree, torch.Tensor):
+        return [(path, tree)]
+    if isinstance(tree, (tuple, list)):
+        return [leaf for i, item in enumerate(tree) for leaf in leaves(item, f"{path}[{i}]")]
+    if isinstance(tree, dict):
+        return [leaf for k, item in tree.items() for leaf in leaves(item, f"{path}[{k!r}]")]
+    return []
+
+
+def tree_map(fn: Callable[[torch.Tensor], Any], tree: Any) -> Any:
+    if isinstance(tree, torch.Tensor):
+        return fn(tree)
+    if isinstance(tree, tuple):
+        return tuple(tree_map(fn, item) for item in tree)
+    if isinstance(tree, list):
+        return [tree_map(fn, item) for item in tree]
+    if isinstance(tree, dict):
+        return {k: tree_map(fn, v) for k, v in tree.items()}
+    return tree
+
+
+def clone(tree: Any) -> Any:
+    return tree_map(lambda t: t.detach().clone(), tree)
+
+
+def upcast(tree: Any) -> Any:
+    """Floating leaves to float64 (complex to complex128), values unchanged: the exact same inputs."""
+    def up(t: torch.Tensor) -> torch.Tensor:
+        if t.is_complex():
+            return t.detach().to(torch.complex128)
+        return t.detach().to(torch.float64) if t.is_floating_point() else t.detach().clone()
+    return tree_map(up, tree)
+
+
+def absolute(tree: Any) -> Any:
+    return tree_map(lambda t: t.abs() if (t.is_floating_point() or t.is_complex()) else t, tree)
+
+
+def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise equality (NaN == NaN, -0.0 != 0.0): the test for "unchanged"."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return torch.equal(_raw(a), _raw(b))
+
+
+def _raw(t: torch.Tensor) -> torch.Tensor:
+    t = t.detach().contiguous()
+    return t.view(torch.uint8) if t.numel() else t.reshape(-1).to(torch.uint8)
+
+
+def poison_(t: torch.Tensor, generator: torch.Generator | None = None) -> None:
+    """Fill an output buffer so that any element the candidate does not write is wrong: NaN for floats,
+    random values for integers (a constant could be the right answer)."""
+    if t.is_floating_point() or t.is_complex():
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.copy_(torch.randint(0, 2, t.shape, generator=generator).to(t.device, torch.bool))
+    else:
+        info = torch.iinfo(t.dtype)
+        t.copy_(torch.randint(max(info.min, -2**31), min(info.max, 2**31 - 1), t.shape,
+                              generator=generator).to(t.device, t.dtype))
+
+
+def flip_(t: torch.Tensor) -> None:
+    """Invert every bit of ``t`` in place (used to see whether another tensor shares its memory)."""
+    raw = t.detach().view(torch.uint8) if t.is_contiguous() and t.numel() else None
+    if raw is not None:
+        raw.bitwise_not_()
+
+
+def describe(t: Any) -> str:
+    if isinstance(t, torch.Tensor):
+        return f"{type(t).__name__}(shape={tuple(t.shape)}, dtype={t.dtype}, device={t.device})"
+    return type(t).__name__

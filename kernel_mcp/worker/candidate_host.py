@@ -1,0 +1,126 @@
+"""The untrusted process: import the candidate, then run ``custom_kernel`` on whatever the judge sends.
+
+Nothing this process says is believed: it can only hand back tensors, which the judge validates. It never
+sees a seed, an expected output or a verdict. Usage (by the judge only):
+``python -B -m kernel_mcp.worker.candidate_host FD``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing
+import os
+import sys
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Callable
+
+MAX_TEXT = 4000  # characters of a traceback worth sending back
+
+
+def _error(kind: str, exc: BaseException) -> tuple:
+    text = "".join(traceback.format_exception(exc))
+    return ("error", kind, type(exc).__name__, text[-MAX_TEXT:])
+
+
+def _import_candidate(path: Path, problem_dirs: list[str]) -> Any:
+    # GPU MODE submissions import `task`/`utils`/`reference` from the problem folder and its parent.
+    sys.path[:0] = [str(path.parent), *problem_dirs]
+    spec = importlib.util.spec_from_file_location("submission", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["submission"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _kernel_from(module: Any, init: dict, device: str) -> Callable:
+    kb = init.get("kernelbench")
+    if kb is None:
+        fn = getattr(module, "custom_kernel", None)
+        if not callable(fn):
+            raise AttributeError("the candidate defines no custom_kernel(data) function")
+        return fn
+    import torch
+    if not hasattr(module, "ModelNew"):
+        raise AttributeError("a KernelBench candidate must define class ModelNew")
+    torch.manual_seed(kb["seed"])  # same seed as the judge's Model, for weights it cannot share by name
+    model = module.ModelNew(*kb["init_inputs"]).to(device)
+    model.load_state_dict(kb["state_dict"], strict=False)
+
+    def run(data: tuple) -> Any:
+        with torch.no_grad():
+            return model(*data)
+
+    return run
+
+
+def _refer_to_inputs(output: Any, data: Any) -> Any:
+    """Replace each output tensor that *is* one of the received inputs (GPU MODE output buffers) by a
+    placeholder: CUDA IPC cannot send a received tensor back, and the judge already holds that memory."""
+    from kernel_mcp import tensors
+    inputs = [t for _, t in tensors.leaves(data)]
+
+    def same(t: Any, i: Any) -> bool:
+        return (t.data_ptr(), t.shape, t.stride(), t.dtype, t.device) == \
+            (i.data_ptr(), i.shape, i.stride(), i.dtype, i.device)
+
+    def swap(t: Any) -> Any:
+        return next((input_placeholder(k) for k, i in enumerate(inputs) if same(t, i)), t)
+    return tensors.tree_map(swap, output)
+
+
+def input_placeholder(index: int) -> str:
+    return f"<kernel_mcp input {index}>"
+
+
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+        torch.cuda.synchronize()  # device-wide: work on side streams is finished before the output leaves
+
+
+def serve(conn: Connection) -> None:
+    init = conn.recv()  # plain data; tensors (KernelBench weights) follow once torch can receive them
+    multiprocessing.current_process().authkey = init["authkey"]  # for shared-memory fd passing only
+    device = init["device"]
+    try:
+        import torch  # noqa: F401  (registers tensor sharing reductions)
+        import torch.multiprocessing  # noqa: F401
+        init.update(conn.recv())
+        module = _import_candidate(Path(init["candidate"]), init["problem_dirs"])
+        kernel = _kernel_from(module, init, device)
+    except BaseException as exc:  # noqa: BLE001  (SystemExit and KeyboardInterrupt are candidate failures too)
+        conn.send(_error("import", exc))
+        return
+    conn.send(("ready",))
+    keep_alive = None  # the last output must outlive its CUDA IPC handle until the judge has copied it
+    while True:
+        message = conn.recv()
+        if message[0] != "run":
+            return
+        _, case_id, data = message
+        try:
+            output = kernel(data)
+            _synchronize(device)
+        except BaseException as exc:  # noqa: BLE001
+            conn.send(_error("call", exc))
+            continue
+        keep_alive = output
+        try:
+            conn.send(("output", case_id, _refer_to_inputs(output, data)))
+        except Exception as exc:  # noqa: BLE001  (an unpicklable object, a tensor that cannot be shared)
+            conn.send(_error("output", exc))
+    del keep_alive
+
+
+def main() -> None:
+    conn = Connection(int(sys.argv[1]))
+    try:
+        serve(conn)
+    except (EOFError, BrokenPipeError):
+        pass
+    os._exit(0)  # skip interpreter teardown: the judge has what it needs
+
+
+if __name__ == "__main__":
+    main()

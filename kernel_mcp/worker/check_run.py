@@ -1,0 +1,282 @@
+"""``check`` inside the judge: every test (plus secret-seeded copies) through the candidate, judged here."""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernel_mcp import tensors
+from kernel_mcp.problem import load_problem
+from kernel_mcp.properties import check_property
+from kernel_mcp.results import CaseResult, CheckResult, Comparison, Finding
+from kernel_mcp.tolerance import compare
+from kernel_mcp.worker.candidate_host import input_placeholder
+from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime
+from kernel_mcp.worker.session import CandidateSession
+
+STOPPING_FAILURES = {"crash", "timeout", "forged"}  # the candidate process is gone or cannot be believed
+
+
+@dataclass
+class Case:
+    name: str
+    params: dict[str, Any]  # what generate_input gets (a fresh seed stays in the judge)
+    shown: dict[str, Any]  # what the result shows
+
+
+def plan_cases(tests: list[dict], fresh_seeds: int) -> list[Case]:
+    """Each listed test, each followed by copies with fresh secret seeds: every shape is served at least
+    twice with different values, so an answer cached by pointer, shape or sampled values is caught."""
+    cases = []
+    for i, test in enumerate(tests):
+        cases.append(Case(f"test {i}", dict(test), dict(test)))
+        for j in range(fresh_seeds):
+            cases.append(Case(f"test {i} (secret seed {j + 1})", {**test, "seed": secrets.randbits(31)},
+                              {**test, "seed": "secret"}))
+    return cases
+
+
+def run_check(request: dict, reporter) -> CheckResult:
+    from kernel_mcp.worker.judge import resolve_device
+    problem = load_problem(request["problem"])
+    device = resolve_device(request.get("device", "auto"))
+    torch.backends.cuda.matmul.allow_tf32 = False  # the honest task-dtype reference must be honest
+    torch.backends.cudnn.allow_tf32 = False
+    result = CheckResult(passed=False, verdict="", problem=problem.name, candidate=request["candidate"],
+                         device=device, findings=list(problem.warnings))
+    try:
+        runtime = ReferenceRuntime(problem, device)
+    except Exception as exc:  # noqa: BLE001  (a broken reference is the problem's fault, reported as such)
+        result.verdict = "error: problem"
+        result.findings.append(Finding(code="problem_error", message=f"loading {problem.reference_file} "
+                                       f"failed: {type(exc).__name__}: {exc}"))
+        return result
+    cases = plan_cases(problem.tests, request.get("fresh_seeds") or problem.spec.fresh_seeds)
+    try:  # one reference run before any candidate code exists: lazy imports in reference.py happen now
+        runtime.expected(runtime.generate(problem.tests[0]), problem.tests[0])
+    except Exception as exc:  # noqa: BLE001
+        result.verdict = "error: problem"
+        result.findings.append(Finding(code="problem_error", message=f"the reference failed on test 0: "
+                                       f"{type(exc).__name__}: {exc}"))
+        return result
+    session = CandidateSession(Path(request["candidate"]), [problem.folder, problem.folder.parent], device,
+                               runtime.candidate_init(), request["run_token"])
+    try:
+        _run_cases(runtime, session, cases, result, reporter)
+    finally:
+        result.log_tail = session.log_tail()
+        session.close()
+    _decide(result)
+    return result
+
+
+def _run_cases(runtime: ReferenceRuntime, session: CandidateSession, cases: list[Case], result: CheckResult,
+               reporter) -> None:
+    reporter.progress("importing the candidate", 0, len(cases))
+    if session.keeps_ptrace:
+        result.findings.append(Finding(code="sandbox_weak", severity="warning",
+                                       message="the candidate process kept CAP_SYS_PTRACE"))
+    if not session.isolated:
+        result.findings.append(Finding(code="no_pid_namespace", severity="info", message=(
+            "the candidate could not get its own PID namespace (needs root or user namespaces); its "
+            "leftover processes are found through the process tree and an environment token instead")))
+    failure = session.start(runtime.problem.spec.timeouts.import_)
+    if failure:
+        result.findings.append(Finding(code=f"candidate_{failure.kind}", message=failure.message))
+        result.verdict = f"fail: {failure.kind} on import"
+        return
+    for i, case in enumerate(cases):
+        reporter.progress(case.name, i, len(cases))
+        case_result = _judge_case(runtime, session, case, i, result)
+        result.cases.append(case_result)
+        if case_result.failure in STOPPING_FAILURES:
+            break
+
+
+def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, case_id: int,
+                result: CheckResult) -> CaseResult:
+    data = rt.generate(case.params)
+    if case_id == 0 and rt.detect_output_args(data):
+        result.findings.append(Finding(code="output_buffers", severity="info", message=(
+            f"inputs {rt.output_args} are output buffers (the reference writes them): they are filled with "
+            "NaN/random values before each call and may be written and returned")))
+    rt.poison_outputs(data)
+    pristine = tensors.clone(data)
+    reference = rt.expected(pristine, case.params)
+    _note(result, reference.findings)
+    if case_id == 0:
+        _probe_degenerate(rt, reference, pristine, case.params, result)
+    shared = tensors.clone(pristine)
+    reply = session.call(case_id, shared, rt.problem.spec.timeouts.call)
+    base = dict(name=case.name, params=case.shown)
+    if reply.kind != "output":
+        return CaseResult(**base, passed=False, failure=reply.kind, message=reply.message)
+    received = _resolve_input_refs(reply.output, shared)
+    failure, message = _integrity(received, reference, rt.output_args, shared, pristine)
+    if failure:
+        return CaseResult(**base, passed=False, failure=failure, message=message)
+    output = tensors.clone(received)
+    comparisons = _compare(output, reference, rt, case.params)
+    if not all(c.ok for c in comparisons):
+        worst = max(comparisons, key=lambda c: c.max_error_in_bounds)
+        return CaseResult(**base, passed=False, failure="mismatch", comparisons=comparisons, message=(
+            f"{worst.mismatches} of {worst.elements} elements outside the bound{' at ' + worst.leaf if worst.leaf else ''}"
+            f" (max error {worst.max_error_in_bounds:.3g}x the bound; norm error {worst.norm_error:.3g}, "
+            f"allowed {worst.norm_bound:.3g})"))
+    failure, message = _extra_checks(rt, pristine, output)
+    return CaseResult(**base, passed=not failure, failure=failure, message=message, comparisons=comparisons)
+
+
+def _note(result: CheckResult, findings: list[Finding]) -> None:
+    known = {f.code for f in result.findings}
+    result.findings.extend(f for f in findings if f.code not in known)
+
+
+def _resolve_input_refs(output: Any, shared: Any) -> Any:
+    """The host names an output that is one of its inputs by index (see candidate_host); the judge
+    substitutes its own view of that memory, which the integrity checks then treat like any output."""
+    inputs = [t for _, t in tensors.leaves(shared)]
+    refs = {input_placeholder(i): t for i, t in enumerate(inputs)}
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, str):
+            return refs.get(node, node)
+        if isinstance(node, (tuple, list)):
+            return type(node)(resolve(x) for x in node)
+        if isinstance(node, dict):
+            return {k: resolve(v) for k, v in node.items()}
+        return node
+    return resolve(output)
+
+
+def _integrity(output: Any, reference: Reference, output_args: list[int], shared: Any, pristine: Any):
+    """(failure code, message) if the output has the wrong form, or the inputs were touched/aliased."""
+    problem = _structure_error(output, reference.structure, "output")
+    if problem:
+        return "structure", problem
+    out_leaves = [t for _, t in tensors.leaves(output)]
+    for i, ((path, got), (_, orig)) in enumerate(zip(tensors.leaves(shared), tensors.leaves(pristine))):
+        if i in output_args:
+            continue
+        if not tensors.same_bytes(got, orig):
+            return "mutation", f"the candidate modified input{path} (inputs must be left unchanged)"
+        before = [t.clone() for t in out_leaves]
+        tensors.flip_(got)  # if an output leaf shares memory with this input, it changes too
+        aliased = any(not tensors.same_bytes(t, b) for t, b in zip(out_leaves, before))
+        tensors.flip_(got)
+        if aliased:
+            return "alias", f"the output shares memory with input{path}; return a new tensor"
+    return "", ""
+
+
+def _structure_error(got: Any, want: Any, path: str) -> str:
+    if isinstance(want, torch.Tensor):
+        if type(got) is not torch.Tensor:  # noqa: E721  (subclasses are refused on purpose)
+            return f"{path} must be a plain torch.Tensor, got {tensors.describe(got)}"
+        if got.layout != torch.strided:
+            return f"{path} must be a dense tensor, got layout {got.layout}"
+        if got.shape != want.shape:
+            return f"{path} has shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+        if got.dtype != want.dtype and not (want.dtype == torch.float64 and got.is_floating_point()):
+            return f"{path} has dtype {got.dtype}, expected {want.dtype}"
+        if got.device.type != want.device.type:
+            return f"{path} is on {got.device}, expected {want.device}"
+        return ""
+    if isinstance(want, (tuple, list, dict)):
+        if type(got) is not type(want) or len(got) != len(want):
+            return f"{path} must be a {type(want).__name__} of {len(want)}, got {tensors.describe(got)}"
+        if isinstance(want, dict):
+            if set(got) != set(want):
+                return f"{path} has keys {sorted(map(str, got))}, expected {sorted(map(str, want))}"
+            return next((e for k in want if (e := _structure_error(got[k], want[k], f"{path}[{k!r}]"))), "")
+        return next((e for i, w in enumerate(want) if (e := _structure_error(got[i], w, f"{path}[{i}]"))), "")
+    return "" if got == want else f"{path} is {got!r}, expected {want!r}"
+
+
+def _compare(output: Any, reference: Reference, rt: ReferenceRuntime, params: dict) -> list[Comparison]:
+    k = rt.reduction_length(params)
+    policy = rt.problem.spec.tolerance
+    return [compare(got, exp, policy, k, leaf=path)
+            for (path, got), (_, exp) in zip(tensors.leaves(output), reference.leaves)]
+
+
+def _extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any) -> tuple[str, str]:
+    """The problem's own check_implementation and declared properties, in addition to the comparison."""
+    if rt.check_implementation is not None:
+        verdict = rt.check_implementation(tensors.clone(pristine), tensors.clone(output))
+        ok, message = _normalise_check(verdict)
+        if not ok:
+            return "check_implementation", f"the problem's check_implementation rejected it: {message}"
+    leaves = tensors.leaves(output)
+    for prop in rt.problem.spec.properties:
+        message = check_property(prop, pristine, leaves[0][1]) if leaves else "no tensor output"
+        if message:
+            return "property", f"property {prop.name} fails: {message}"
+    return "", ""
+
+
+def _normalise_check(verdict: Any) -> tuple[bool, str]:
+    """GPU MODE's check_implementation returns (ok, message), or an error string ('' = ok), or a list."""
+    if isinstance(verdict, tuple) and len(verdict) == 2:
+        return bool(verdict[0]), str(verdict[1])
+    if isinstance(verdict, str):
+        return verdict == "", verdict
+    if isinstance(verdict, list):
+        return not verdict, "; ".join(map(str, verdict))
+    return bool(verdict), ""
+
+
+TRIVIAL_OUTPUTS = ("zeros", "a constant", "an echo of the first input", "torch.empty")
+
+
+def _trivial(kind: str, want: torch.Tensor, first_input: torch.Tensor | None) -> torch.Tensor | None:
+    if kind == "zeros":
+        return torch.zeros_like(want)
+    if kind == "a constant":
+        mean = want.double().mean().item() if want.is_floating_point() and want.numel() else 1
+        return torch.full_like(want, mean)
+    if kind == "torch.empty":
+        return torch.empty_like(want)
+    if first_input is not None and first_input.shape == want.shape:
+        return first_input.to(want.dtype)
+    return None
+
+
+def _probe_degenerate(rt: ReferenceRuntime, reference: Reference, pristine: Any, params: dict,
+                      result: CheckResult) -> None:
+    """DESIGN rule 5: a problem whose tests a trivial output passes cannot tell good kernels from bad."""
+    inputs = tensors.leaves(pristine)
+    first = inputs[0][1] if inputs else None
+    passing = []
+    for kind in TRIVIAL_OUTPUTS:
+        fake = tensors.tree_map(lambda t: _trivial(kind, t, first), reference.structure)
+        if any(t is None for t in tensors.leaves(fake)) or not tensors.leaves(fake):
+            continue
+        if all(c.ok for c in _compare(fake, reference, rt, params)):
+            passing.append(kind)
+    if passing:
+        result.problem_degenerate = True
+        result.findings.append(Finding(code="degenerate_problem", severity="warning", message=(
+            f"{', '.join(passing)} pass{'es' if len(passing) == 1 else ''} this problem's first test: its tests "
+            "cannot tell a real kernel from a trivial answer (strengthen generate_input or the tolerance)")))
+
+
+def _decide(result: CheckResult) -> None:
+    if result.verdict:  # already decided (import failure)
+        return
+    failed = [c for c in result.cases if not c.passed]
+    errors = [f for f in result.findings if f.severity == "error"]
+    if failed:
+        first = failed[0]
+        result.verdict = f"fail: {first.failure}"
+        result.findings.append(Finding(code=first.failure, message=f"{first.name}: {first.message}"[:4000]))
+    elif errors:
+        result.verdict = f"fail: {errors[0].code}"
+    elif not result.cases:
+        result.verdict = "fail: no cases ran"
+    else:
+        result.passed = True
+        result.verdict = "pass (degenerate problem)" if result.problem_degenerate else "pass"

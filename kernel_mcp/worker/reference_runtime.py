@@ -1,0 +1,152 @@
+"""The trusted side of a problem, inside the judge: make inputs, compute expected outputs.
+
+GPU MODE folders: ``reference.py`` is imported with its folder and the parent on ``sys.path`` (it imports
+``task`` and ``utils`` from there). KernelBench files: ``Model(*get_init_inputs())`` is the reference;
+the candidate's ``ModelNew`` gets the same seed and the Model's state_dict, so weights are identical.
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernel_mcp import expr, tensors
+from kernel_mcp.problem import Problem
+from kernel_mcp.results import Finding
+from kernel_mcp.tolerance import Expected
+
+
+@dataclass
+class Reference:
+    """Expected outputs for one input: the structure to match and one ``Expected`` per tensor leaf."""
+
+    structure: Any  # the task-dtype output of ref_kernel: types, shapes, dtypes, devices to match
+    leaves: list[tuple[str, Expected]]
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _import_file(path: Path, name: str, search: list[Path]) -> Any:
+    for folder in reversed(search):
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class ReferenceRuntime:
+    def __init__(self, problem: Problem, device: str):
+        self.problem, self.device = problem, device
+        if problem.kind == "gpumode":
+            self.module = _import_file(problem.reference_file, "reference", [problem.path, problem.path.parent])
+            self._generate = self.module.generate_input
+            self._ref = self.module.ref_kernel
+            self._takes_device = "device" in inspect.signature(self._generate).parameters
+        else:
+            self._init_kernelbench()
+        self.check_implementation = getattr(self.module, "check_implementation", None)
+        self.output_args: list[int] = list(problem.spec.output_args or [])
+
+    # --- KernelBench adapter -------------------------------------------------------------------------
+    def _init_kernelbench(self) -> None:
+        self.module = _import_file(self.problem.path, "kernelbench_reference", [self.problem.path.parent])
+        self.init_inputs = list(self.module.get_init_inputs())
+        self.model_seed = 42
+        torch.manual_seed(self.model_seed)
+        self.model = self.module.Model(*self.init_inputs).to(self.device).eval()
+        self.model64 = copy.deepcopy(self.model).to(torch.float64)
+        self._takes_device = False
+
+    def candidate_init(self) -> dict:
+        """Extra start-up data for the candidate host (KernelBench: how to build ModelNew)."""
+        if self.problem.kind != "kernelbench":
+            return {}
+        state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
+        return {"kernelbench": {"init_inputs": self.init_inputs, "state_dict": state, "seed": self.model_seed}}
+
+    # --- inputs --------------------------------------------------------------------------------------
+    def generate(self, params: dict[str, Any]) -> Any:
+        if self.problem.kind == "kernelbench":
+            torch.manual_seed(int(params["seed"]))
+            data = tuple(self.module.get_inputs())
+            return tensors.tree_map(lambda t: t.to(self.device), data)
+        kwargs = dict(params)
+        if self._takes_device:
+            kwargs["device"] = self.device
+        return self._generate(**kwargs)
+
+    def ref_kernel(self, data: Any, float64: bool = False) -> Any:
+        if self.problem.kind == "kernelbench":
+            with torch.no_grad():
+                return (self.model64 if float64 else self.model)(*data)
+        return self._ref(data)
+
+    def detect_output_args(self, data: Any) -> list[int]:
+        """Inputs that are really output buffers (GPU MODE passes some): those the reference writes
+        into or returns. The candidate may write and return those, and only those."""
+        if self.output_args or self.problem.kind == "kernelbench":
+            return self.output_args
+        trial, before = tensors.clone(data), tensors.clone(data)
+        out = self.ref_kernel(trial)
+        out_ptrs = {t.untyped_storage().data_ptr() for _, t in tensors.leaves(out)}
+        found = []
+        for i, ((_, new), (_, old)) in enumerate(zip(tensors.leaves(trial), tensors.leaves(before))):
+            if not tensors.same_bytes(new, old) or new.untyped_storage().data_ptr() in out_ptrs:
+                found.append(i)
+        self.output_args = found
+        return found
+
+    def poison_outputs(self, data: Any) -> None:
+        leaves = tensors.leaves(data)
+        for i in self.output_args:
+            if i < len(leaves):
+                tensors.poison_(leaves[i][1])
+
+    # --- expected outputs ----------------------------------------------------------------------------
+    def expected(self, pristine: Any, params: dict[str, Any]) -> Reference:
+        """ref_kernel in the task dtype (the structure, and the 'honest' error), in float64 on the same
+        input values, and on |inputs| when the tolerance needs the magnitude of the summed terms."""
+        findings: list[Finding] = []
+        honest = self.ref_kernel(tensors.clone(pristine))
+        ref64 = self._float64(pristine, findings)
+        magnitude = None
+        if self.problem.spec.tolerance.magnitude == "abs_inputs":
+            magnitude = self._float64(tensors.absolute(pristine), findings, quiet=True)
+        honest_leaves = tensors.leaves(honest)
+        exact = ref64 is not None
+        ref_leaves = tensors.leaves(ref64) if exact else honest_leaves
+        mag_leaves = tensors.leaves(magnitude) if magnitude is not None else [None] * len(honest_leaves)
+        out = []
+        for (path, h), (_, r), m in zip(honest_leaves, ref_leaves, mag_leaves):
+            out.append((path, Expected(ref=r.detach(), honest=h.detach() if exact else None,
+                                       magnitude=None if m is None else m[1].detach(), exact64=exact)))
+        return Reference(structure=honest, leaves=out, findings=findings)
+
+    def _float64(self, data: Any, findings: list[Finding], quiet: bool = False) -> Any | None:
+        try:
+            out = self.ref_kernel(tensors.upcast(data), float64=True)
+        except Exception as exc:  # noqa: BLE001  (any failure means: no float64 reference for this problem)
+            if not quiet:
+                findings.append(Finding(code="no_float64_reference", severity="info",
+                                        message=f"ref_kernel failed on float64 inputs ({type(exc).__name__}: "
+                                                f"{exc}); comparing with the task-dtype reference"))
+            return None
+        low = [p for p, t in tensors.leaves(out) if t.is_floating_point() and t.dtype != torch.float64]
+        if low:
+            if not quiet:
+                findings.append(Finding(code="no_float64_reference", severity="info",
+                                        message=f"ref_kernel returned {', '.join(low) or 'output'} below float64 "
+                                                "on float64 inputs; comparing with the task-dtype reference"))
+            return None
+        return out
+
+    def reduction_length(self, params: dict[str, Any]) -> float:
+        return expr.evaluate(self.problem.spec.tolerance.K, params)

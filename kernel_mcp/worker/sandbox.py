@@ -1,0 +1,184 @@
+"""Process hygiene for untrusted code: allowlisted environment, Linux hardening, killing whole trees.
+
+This is not a container. It stops the attacks DESIGN.md lists (secrets in the environment, reading the
+judge's memory or file descriptors, forged results, leftover daemons); it does not stop a hostile program
+running as your user from deleting your files. Run untrusted candidates in a container or VM.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import resource
+import signal
+import time
+from pathlib import Path
+
+# Exact names and prefixes a kernel build or run may need. Everything else (API keys, cloud credentials,
+# tokens) stays with the caller.
+_ENV_NAMES = {
+    "PATH", "LANG", "LANGUAGE", "TERM", "TZ", "PYTHONPATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
+    "CC", "CXX", "CUDAHOSTCXX", "MAX_JOBS", "VIRTUAL_ENV", "CONDA_PREFIX", "OMP_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST",
+    "PYTORCH_ROCM_ARCH", "TORCH_EXTENSIONS_DIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+}
+_ENV_PREFIXES = ("KERNEL_MCP_", "LC_", "CUDA_", "NVIDIA_", "HIP_", "ROCM_", "HSA_", "TRITON_", "OMP_", "MKL_", "KMP_",
+                 "NCCL_", "TORCHINDUCTOR_", "PYTORCH_", "TORCH_")
+_SECRET_WORDS = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def allowlisted_env(source: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment untrusted code may see: an allowlist, minus anything that looks like a secret."""
+    env = dict(os.environ if source is None else source)
+    return {k: v for k, v in env.items()
+            if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and not _SECRET_WORDS.search(k)}
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 4, 36, 38, 24
+CAP_SYS_PTRACE = 19
+CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x10000000, 0x00020000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+RUN_TOKEN_VAR = "KERNEL_MCP_RUN"  # every candidate process inherits it; leftovers are found by it
+
+
+def harden_trusted_process(reaper: bool = True) -> None:
+    """For the judge and the caller: not dumpable, so a same-user process without CAP_SYS_PTRACE can
+    neither read our memory (the HMAC key), environment (API keys) nor open our pipes through
+    /proc/<pid>/{mem,environ,fd}. The judge also becomes a subreaper: orphaned descendants re-parent to
+    it, so they can be found and killed."""
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if reaper:
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+# Capabilities a root candidate keeps: none it could use against the judge, the caller or the machine.
+_KEEP_CAPS = {14, 23, 24}  # CAP_IPC_LOCK (pinned memory), CAP_SYS_NICE, CAP_SYS_RESOURCE
+_LAST_CAP = 63
+
+
+def make_preexec(limit_address_space: int | None, isolate: bool):
+    """``preexec_fn`` for the candidate host: runs in the child between fork and exec."""
+
+    def preexec() -> None:
+        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if limit_address_space:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_address_space, limit_address_space))
+        if isolate:
+            _enter_namespaces()
+        if os.geteuid() == 0:  # root keeps its capabilities across exec unless they leave the bounding set
+            for cap in range(_LAST_CAP + 1):
+                if cap not in _KEEP_CAPS:
+                    _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+    return preexec
+
+
+def _enter_namespaces() -> None:
+    """Make the process about to exec PID 1 of a new PID namespace with its own /proc, behind a small
+    trampoline.
+
+    When PID 1 of a namespace dies the kernel kills every process in it, so no daemon the candidate
+    starts (double fork, setsid) outlives it; nothing inside can signal the judge or the caller, and its
+    private /proc shows no process outside (no /proc/<caller>/environ, fd or mem to read).
+    unshare(CLONE_NEWPID) only affects children, hence the fork: the child goes on to exec the host, the
+    parent (still outside, the pid Popen knows) waits and mirrors its exit status. Root needs no user
+    namespace; other users do. Any failure leaves things as they were (the judge reads /proc and says so).
+    """
+    flags = CLONE_NEWPID | CLONE_NEWNS | (0 if os.geteuid() == 0 else CLONE_NEWUSER)
+    if _libc.unshare(flags) != 0:
+        return
+    child = os.fork()
+    if child == 0:
+        # private mounts first, so the new /proc is seen by this namespace only
+        if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) == 0:
+            _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        return
+    os.closerange(3, 1 << 16)  # includes Popen's exec-status pipe: Popen returns now, as after an exec
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def in_own_pid_namespace(pid: int) -> bool:
+    """True if ``pid`` is PID 1 of a namespace nested in ours (read from /proc: trusted)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                ids = line.split()[1:]
+                return len(ids) > 1 and ids[-1] == "1"
+    except OSError:
+        pass
+    return False
+
+
+def kill_by_token(token: str) -> int:
+    """SIGKILL every process whose environment carries ``RUN_TOKEN_VAR=token``; return how many."""
+    needle, killed = f"{RUN_TOKEN_VAR}={token}".encode(), 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+        except (OSError, ProcessLookupError):
+            continue
+    return killed
+
+
+def has_capability(pid: int, cap: int) -> bool:
+    """Read another process's effective capabilities from /proc (trusted observation)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> cap & 1)
+    except OSError:
+        pass
+    return False
+
+
+def default_address_space_limit() -> int:
+    """3/4 of physical memory: a runaway CPU candidate gets MemoryError instead of the OOM killer."""
+    pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    return int(pages * page_size * 3 // 4)
+
+
+def _children_of() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(")") + 2:].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def descendants(pid: int) -> list[int]:
+    tree, found, stack = _children_of(), [], [pid]
+    while stack:
+        for child in tree.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def kill_tree(pid: int, include_self: bool = True) -> None:
+    """SIGKILL ``pid`` and every descendant (including daemons that re-parented to a subreaper here)."""
+    for _ in range(3):  # a fork racing with the scan is caught on the next pass
+        victims = descendants(pid) + ([pid] if include_self else [])
+        if not victims:
+            return
+        for victim in victims:
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)

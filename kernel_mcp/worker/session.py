@@ -1,0 +1,206 @@
+"""One candidate host process, seen from the judge: start it, hand it inputs, collect what comes back.
+
+Every way the candidate can end a call (an output, an exception, a crash, a hang, a forged message) is
+turned into a ``Reply``; nothing it sends is trusted beyond "here is a tensor".
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import kernel_mcp
+from kernel_mcp.worker import channel, sandbox
+
+# Candidates run as PID 1 of their own PID (and mount) namespace where the OS allows it; setting
+# KERNEL_MCP_PID_NAMESPACE=0 turns that off (to test the fallback, or where namespaces break a driver).
+PID_NAMESPACE = os.environ.get("KERNEL_MCP_PID_NAMESPACE", "1") != "0"
+CANDIDATE_TRITON_CACHE = Path.home() / ".cache" / "kernel_mcp" / "candidate-triton"
+LOG_TAIL = 3000
+WATCHDOG_GRACE_S = 5.0  # beyond the caller's timeout, before the watchdog kills a stuck candidate
+
+
+@dataclass
+class Reply:
+    kind: str  # "output" | "exception" | "crash" | "timeout" | "forged"
+    output: Any = None
+    message: str = ""
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "stopped answering"
+    if code < 0:
+        name = signal.Signals(-code).name
+        hints = {"SIGSEGV": "segmentation fault", "SIGKILL": "killed (out of memory, or a limit)",
+                 "SIGABRT": "aborted", "SIGBUS": "bus error", "SIGFPE": "arithmetic fault"}
+        return f"died of {name} ({hints.get(name, 'signal')})"
+    return f"exited with code {code} without returning an output (sys.exit or os._exit in the candidate?)"
+
+
+class CandidateSession:
+    def __init__(self, candidate: Path, problem_dirs: list[Path], device: str, extra_init: dict,
+                 run_token: str):
+        self.device, self.run_token = device, run_token
+        self.scratch = Path(tempfile.mkdtemp(prefix="kmcp-candidate-"))
+        (self.scratch / "tmp").mkdir()
+        self.log_path = self.scratch.parent / f"{self.scratch.name}.log"
+        judge_end, host_end = socket.socketpair()
+        self.conn = Connection(judge_end.detach())
+        env = self._environment()
+        limit = sandbox.default_address_space_limit() if device == "cpu" else None
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-B", "-m", "kernel_mcp.worker.candidate_host", str(host_end.fileno())],
+                pass_fds=[host_end.fileno()], env=env, cwd=self.scratch, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, preexec_fn=sandbox.make_preexec(limit, PID_NAMESPACE), process_group=0)
+        host_end.close()
+        import multiprocessing
+        authkey = secrets.token_bytes(32)
+        multiprocessing.current_process().authkey = authkey  # shared-memory fd passing between the two
+        self.conn.send({"authkey": authkey, "device": device, "candidate": str(candidate),
+                        "problem_dirs": [str(p) for p in problem_dirs]})
+        self.conn.send(extra_init)
+
+    def _environment(self) -> dict[str, str]:
+        env = sandbox.allowlisted_env()
+        package_root = str(Path(kernel_mcp.__file__).resolve().parent.parent)
+        env.update(HOME=str(self.scratch), TMPDIR=str(self.scratch / "tmp"), PYTHONDONTWRITEBYTECODE="1",
+                   PYTHONPATH=os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")])),
+                   PYTHONUNBUFFERED="1", **{sandbox.RUN_TOKEN_VAR: self.run_token})
+        env.setdefault("TRITON_CACHE_DIR", str(CANDIDATE_TRITON_CACHE))  # apart from the judge's own cache
+        if self.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU through the interpreter
+        return env
+
+    @property
+    def host_pid(self) -> int:
+        """The candidate host's pid (Popen's pid is the namespace trampoline when there is one)."""
+        children = sandbox.descendants(self.proc.pid)
+        return children[0] if children and sandbox.in_own_pid_namespace(children[0]) else self.proc.pid
+
+    @property
+    def isolated(self) -> bool:
+        return sandbox.in_own_pid_namespace(self.host_pid)
+
+    @property
+    def keeps_ptrace(self) -> bool:
+        return sandbox.has_capability(self.host_pid, sandbox.CAP_SYS_PTRACE)
+
+    @contextmanager
+    def _watchdog(self, seconds: float):
+        """Kill the candidate if the block takes longer than ``seconds``: every blocking read or write on
+        its socket (a half-sent frame, a stalled fd hand-over) then ends with EOF instead of hanging."""
+        self.watchdog_fired = False
+
+        def fire() -> None:
+            self.watchdog_fired = True
+            sandbox.kill_tree(self.proc.pid)
+
+        timer = threading.Timer(seconds + WATCHDOG_GRACE_S, fire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+    def _wait(self, deadline: float) -> Reply | None:
+        while time.monotonic() < deadline:
+            if self.conn.poll(0.05):
+                return None
+            if self.proc.poll() is not None and not self.conn.poll(0.05):
+                return self._crashed()
+        return self._timed_out()
+
+    def _timed_out(self) -> Reply:
+        return Reply("timeout", message=f"no answer within {self.timeout:g} s (hang, deadlock or far too slow)")
+
+    def _receive(self, timeout: float) -> Reply | tuple:
+        self.timeout = timeout
+        with self._watchdog(timeout):
+            failure = self._wait(time.monotonic() + timeout)
+            if failure:
+                return failure
+            try:
+                message = channel.recv_untrusted(self.conn)
+            except (EOFError, OSError):
+                return self._timed_out() if self.watchdog_fired else self._crashed()
+            except Exception as exc:  # noqa: BLE001  (anything the safe unpickler refuses)
+                return Reply("forged", message=f"malformed message from the candidate process: {exc}")
+        if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
+            return Reply("forged", message="malformed message from the candidate process")
+        return message
+
+    def _crashed(self) -> Reply:
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        # what the candidate printed stays in log_tail (untrusted); the message is the harness's own words
+        return Reply("crash", message=_describe_exit(self.proc.returncode) + " (its output: see log_tail)")
+
+    def start(self, timeout: float) -> Reply | None:
+        """None once the candidate is imported; a failure Reply otherwise."""
+        message = self._receive(timeout)
+        if isinstance(message, Reply):
+            return message
+        if message == ("ready",):
+            return None
+        return self._as_error(message, "import")
+
+    def call(self, case_id: int, data: Any, timeout: float) -> Reply:
+        try:
+            with self._watchdog(timeout):  # a candidate that stops reading must not block the judge
+                self.conn.send(("run", case_id, data))
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            return self._crashed()
+        message = self._receive(timeout)
+        if isinstance(message, Reply):
+            return message
+        if len(message) == 3 and message[0] == "output" and message[1] == case_id:
+            return Reply("output", output=message[2])
+        return self._as_error(message, "call")
+
+    @staticmethod
+    def _as_error(message: tuple, stage: str) -> Reply:
+        if len(message) == 4 and message[0] == "error" and all(isinstance(m, str) for m in message[1:]):
+            _, where, exc_type, text = message
+            what = {"import": "importing the candidate failed", "call": "custom_kernel raised",
+                    "output": "its output could not be handed over"}.get(where, where)
+            return Reply("exception", message=f"{what}: {exc_type}\n{text}")
+        return Reply("forged", message=f"unexpected message during {stage}: {str(message)[:200]}")
+
+    def log_tail(self) -> str:
+        try:
+            return self.log_path.read_bytes()[-LOG_TAIL:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        try:
+            self.conn.send(("exit",))
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        sandbox.kill_tree(self.proc.pid)
+        sandbox.kill_by_token(self.run_token)
+        self.proc.wait()
+        self.conn.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        self.log_path.unlink(missing_ok=True)

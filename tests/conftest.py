@@ -1,0 +1,44 @@
+"""Shared fixtures. Tests use real processes, real torch and Triton; `gpu` tests need a CUDA/ROCm device."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PROBLEMS = REPO / "problems"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _has_gpu() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA or ROCm device (run on the GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def device() -> str:
+    return "cuda" if _has_gpu() else "cpu"
+
+
+@pytest.fixture
+def problem_copy(tmp_path):
+    """copy('vector_add') -> a private copy of a bundled problem that a test may edit or let be tampered."""
+    def copy(name: str) -> Path:
+        target = tmp_path / "problems" / name
+        shutil.copytree(PROBLEMS / name, target, ignore=shutil.ignore_patterns("__pycache__"))
+        return target
+    return copy
+
+
+os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")

@@ -1,0 +1,93 @@
+"""check end to end on problems made here: GPU MODE layout, output buffers, KernelBench, degenerate
+problems, broken references."""
+import shutil
+import textwrap
+
+import pytest
+
+from kernel_mcp.results import UsageError
+from kernel_mcp.tools.check import check
+
+from conftest import FIXTURES
+
+KB = FIXTURES / "kernelbench"
+
+
+@pytest.fixture
+def gpumode_on_cpu(tmp_path):
+    """The GPU MODE fixture with its hard-coded device='cuda' switched to 'cpu', folder layout intact."""
+    root = tmp_path / "gpumode"
+    shutil.copytree(FIXTURES / "gpumode", root)
+    ref = root / "scale_shift" / "reference.py"
+    ref.write_text(ref.read_text().replace('"cuda"', '"cpu"'))
+    return root / "scale_shift"
+
+
+def test_gpu_mode_layout_with_output_buffer(gpumode_on_cpu):
+    result = check(gpumode_on_cpu, gpumode_on_cpu / "submission.py", device="cpu")
+    assert result.passed, result
+    assert "output_buffers" in {f.code for f in result.findings}  # data = (x, out): out is detected
+    half = check(gpumode_on_cpu, gpumode_on_cpu / "wrong_half.py", device="cpu")
+    # the buffer is filled with NaN before the call, so the unwritten half cannot be right by accident
+    assert half.verdict == "fail: mismatch"
+    assert half.cases[0].comparisons[0].mismatches >= 64 * 127 // 2
+
+
+@pytest.mark.parametrize("candidate,passes", [("linear_gelu_new.py", True), ("linear_gelu_renamed.py", True),
+                                               ("linear_gelu_tanh.py", False)])
+def test_kernelbench_adapter(candidate, passes):
+    result = check(KB / "linear_gelu.py", KB / candidate, device="cpu")
+    assert result.passed is passes, result.verdict
+
+
+def make_problem(tmp_path, reference: str, tests="[{n: 256, seed: 1}]", extra=""):
+    folder = tmp_path / "p"
+    folder.mkdir()
+    (folder / "task.yml").write_text(f"tests: {tests}\n{extra}")
+    (folder / "reference.py").write_text(textwrap.dedent(reference))
+    return folder
+
+
+HONEST = "def custom_kernel(data):\n    return data[0] * 0\n"
+
+
+def test_degenerate_problem_is_reported(tmp_path):
+    folder = make_problem(tmp_path, """
+        import torch
+        def generate_input(n, seed):
+            return (torch.randn(n, generator=torch.Generator().manual_seed(seed)),)
+        def ref_kernel(data):
+            return data[0] * 0  # always zeros: a trivial answer passes
+    """)
+    (folder / "zeros.py").write_text(HONEST)
+    result = check(folder, folder / "zeros.py", device="cpu")
+    assert result.problem_degenerate and result.verdict == "pass (degenerate problem)"
+    assert "degenerate_problem" in {f.code for f in result.findings}
+
+
+def test_broken_reference_is_the_problems_fault(tmp_path):
+    folder = make_problem(tmp_path, """
+        def generate_input(n, seed):
+            raise ValueError("oops")
+        def ref_kernel(data):
+            return data
+    """)
+    (folder / "c.py").write_text(HONEST)
+    result = check(folder, folder / "c.py", device="cpu")
+    assert result.verdict == "error: problem" and not result.passed
+    assert "oops" in result.findings[-1].message
+
+
+def test_usage_errors(tmp_path):
+    with pytest.raises(UsageError, match="candidate not found"):
+        check(FIXTURES / "kernelbench" / "linear_gelu.py", tmp_path / "missing.py")
+    with pytest.raises(UsageError, match="unknown device"):
+        check(FIXTURES / "kernelbench" / "linear_gelu.py", KB / "linear_gelu_new.py", device="tpu")
+
+
+def test_missing_custom_kernel_fails_clearly(tmp_path, problem_copy):
+    folder = problem_copy("vector_add")
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    result = check(folder, tmp_path / "empty.py", device="cpu")
+    assert result.verdict == "fail: exception on import"
+    assert "custom_kernel" in result.findings[-1].message

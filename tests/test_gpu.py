@@ -1,0 +1,48 @@
+"""On a real GPU (skipped elsewhere): CUDA IPC transport, the GPU MODE layout with device='cuda'
+hard-coded, and CUDA errors that must fail cleanly without breaking the next check."""
+import pytest
+
+from kernel_mcp.tools.check import check
+
+from conftest import FIXTURES, PROBLEMS
+
+pytestmark = pytest.mark.gpu
+
+
+def test_gpu_mode_problem_loads_unchanged_on_cuda():
+    folder = FIXTURES / "gpumode" / "scale_shift"
+    result = check(folder, folder / "submission.py", device="cuda")
+    assert result.passed and result.device == "cuda", result
+    assert check(folder, folder / "wrong_half.py", device="cuda").verdict == "fail: mismatch"
+
+
+ILLEGAL_ACCESS = '''
+import torch, triton, triton.language as tl
+
+@triton.jit
+def _bad(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK) + (1 << 40)  # far outside any allocation
+    tl.store(out_ptr + offs, 1.0)
+
+def custom_kernel(data):
+    a, b = data
+    out = torch.empty_like(a)
+    _bad[(4,)](out, a.numel(), BLOCK=128)
+    return out
+'''
+
+
+def test_illegal_memory_access_fails_and_next_check_works(tmp_path):
+    bad = tmp_path / "illegal.py"
+    bad.write_text(ILLEGAL_ACCESS)
+    result = check(PROBLEMS / "vector_add", bad, device="cuda")
+    assert not result.passed and result.verdict in ("fail: exception", "fail: crash"), result.verdict
+    again = check(PROBLEMS / "vector_add", PROBLEMS / "vector_add" / "baseline.py", device="cuda")
+    assert again.passed, again
+
+
+def test_output_on_wrong_device_fails(tmp_path):
+    cpu_out = tmp_path / "cpu_out.py"
+    cpu_out.write_text("def custom_kernel(data):\n    a, b = data\n    return (a + b).cpu()\n")
+    result = check(PROBLEMS / "vector_add", cpu_out, device="cuda")
+    assert result.verdict == "fail: structure" and "expected cuda" in result.cases[0].message
