@@ -46,3 +46,21 @@ def test_output_on_wrong_device_fails(tmp_path):
     cpu_out.write_text("def custom_kernel(data):\n    a, b = data\n    return (a + b).cpu()\n")
     result = check(PROBLEMS / "vector_add", cpu_out, device="cuda")
     assert result.verdict == "fail: structure" and "expected cuda" in result.cases[0].message
+
+
+SCAVENGER = FIXTURES.parent / "cheats" / "gpu_segment_scavenge.py"
+
+
+def test_reading_past_the_input_inside_its_ipc_segment_finds_nothing():
+    result = check(PROBLEMS / "vector_add", SCAVENGER, device="cuda")
+    assert not result.passed and result.verdict == "fail: mismatch", result.verdict
+    assert "shared_segment" not in {f.code for f in result.findings}
+
+
+def test_without_the_private_pool_the_scavenger_would_pass(monkeypatch):
+    """Shows the attack is real (so the test above can fail): with inputs carved from the judge's general
+    pool, the expected output sits in the same IPC segment and the scavenger copies it."""
+    monkeypatch.setenv("KERNEL_MCP_SHARE_POOL", "0")
+    result = check(PROBLEMS / "vector_add", SCAVENGER, device="cuda")
+    assert "shared_segment" in {f.code for f in result.findings}
+    assert result.passed, "the scavenger found nothing even without the private pool"

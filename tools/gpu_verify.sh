@@ -17,5 +17,5 @@ check_one() {
   printf '%-66s %s\n' "$1" "$v"
 }
 export -f check_one
-ls problems/*/baseline.py problems/*/solutions/*/*.py | xargs -P 8 -I{} bash -c 'check_one {}' | sort | tee "$OUT/candidates.txt"
+[ "${SKIP_TABLE:-0}" = 1 ] || ls problems/*/baseline.py problems/*/solutions/*/*.py | xargs -P 8 -I{} bash -c 'check_one {}' | sort | tee "$OUT/candidates.txt"
 python3 -m kernel_mcp demo --device cuda 2>&1 | tee "$OUT/demo.txt" | tail -12

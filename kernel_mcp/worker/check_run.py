@@ -79,6 +79,10 @@ def _run_cases(runtime: ReferenceRuntime, session: CandidateSession, cases: list
     if session.keeps_ptrace:
         result.findings.append(Finding(code="sandbox_weak", severity="warning",
                                        message="the candidate process kept CAP_SYS_PTRACE"))
+    if not runtime.shares_isolated_memory:
+        result.findings.append(Finding(code="shared_segment", severity="warning", message=(
+            "inputs are shared from the judge's general GPU memory pool (this torch has no "
+            "torch.cuda.MemPool, or KERNEL_MCP_SHARE_POOL=0): IPC segments may also hold expected outputs")))
     if not session.isolated:
         result.findings.append(Finding(code="no_pid_namespace", severity="info", message=(
             "the candidate could not get its own PID namespace (needs root or user namespaces); its "
@@ -109,7 +113,7 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
     _note(result, reference.findings)
     if case_id == 0:
         _probe_degenerate(rt, reference, pristine, case.params, result)
-    shared = tensors.clone(pristine)
+    shared = rt.share_copy(pristine)
     reply = session.call(case_id, shared, rt.problem.spec.timeouts.call)
     base = dict(name=case.name, params=case.shown)
     if reply.kind != "output":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import inspect
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,15 @@ def _import_file(path: Path, name: str, search: list[Path]) -> Any:
     return module
 
 
+def _private_pool(device: str) -> Any:
+    """A memory pool for what the candidate may see. KERNEL_MCP_SHARE_POOL=0 turns it off: only for the
+    test that shows what it prevents."""
+    if not device.startswith("cuda") or not hasattr(torch.cuda, "MemPool") \
+            or os.environ.get("KERNEL_MCP_SHARE_POOL", "1") == "0":
+        return None
+    return torch.cuda.MemPool()
+
+
 class ReferenceRuntime:
     def __init__(self, problem: Problem, device: str):
         self.problem, self.device = problem, device
@@ -54,6 +64,21 @@ class ReferenceRuntime:
             self._init_kernelbench()
         self.check_implementation = getattr(self.module, "check_implementation", None)
         self.output_args: list[int] = list(problem.spec.output_args or [])
+        self._share_pool = _private_pool(device)
+
+    def share_copy(self, pristine: Any) -> Any:
+        """The copy of the inputs the candidate gets. On a GPU it comes from a memory pool of its own:
+        CUDA/HIP IPC maps the candidate the *whole* allocator segment around a tensor, so a copy carved
+        from the judge's general pool would expose neighbouring tensors, such as the expected output,
+        to a candidate that reads past its input's bounds."""
+        if self._share_pool is None:
+            return tensors.clone(pristine)
+        with torch.cuda.use_mem_pool(self._share_pool):
+            return tensors.clone(pristine)
+
+    @property
+    def shares_isolated_memory(self) -> bool:
+        return self._share_pool is not None or not self.device.startswith("cuda")
 
     # --- KernelBench adapter -------------------------------------------------------------------------
     def _init_kernelbench(self) -> None:
