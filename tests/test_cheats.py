@@ -115,7 +115,6 @@ CHEATS_TABLE = [
     ("stale_freed_answer", VECTOR_ADD, {"fail: mismatch"}, 1),
     # fresh_seeds=3: the shared-memory mappings of inputs are then reused at the same address within the
     # check, so the pointer-keyed cache really serves a stale answer instead of computing honestly
-    ("cache_data_ptr", VECTOR_ADD, {"fail: mismatch", "fail: structure"}, 3),
     ("cache_shape", VECTOR_ADD, {"fail: mismatch"}, 1),
     ("cache_sampled_values", VECTOR_ADD, {"fail: mismatch"}, 1),
     ("mutate_inplace_return", VECTOR_ADD, {"fail: mutation"}, 1),
@@ -150,6 +149,16 @@ def test_cheat_fails(name: str, problem: Path, verdicts: set[str], fresh_seeds: 
     r = run(problem, name, fresh_seeds)
     assert r.passed is False, explain(r)
     assert r.verdict in verdicts, explain(r)
+
+
+def test_cache_keyed_on_pointer_never_passes_with_a_stale_answer() -> None:
+    """Whether input addresses repeat depends on the allocator (they did on the 2-core CI machine, not on
+    the H200 machine's Python 3.12): a cache hit must fail; without one the candidate is simply honest."""
+    r = run(VECTOR_ADD, "cache_data_ptr", fresh_seeds=3)
+    if "served from cache" in r.log_tail:
+        assert r.passed is False and r.verdict in {"fail: mismatch", "fail: structure"}, explain(r)
+    else:
+        assert r.passed is True, explain(r)
 
 
 def test_pickle_payload_is_refused_and_never_runs() -> None:

