@@ -1,5 +1,6 @@
 """check end to end on problems made here: GPU MODE layout, output buffers, KernelBench, degenerate
 problems, broken references."""
+import os
 import shutil
 import textwrap
 
@@ -91,3 +92,11 @@ def test_missing_custom_kernel_fails_clearly(tmp_path, problem_copy):
     result = check(folder, tmp_path / "empty.py", device="cpu")
     assert result.verdict == "fail: exception on import"
     assert "custom_kernel" in result.findings[-1].message
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as another user the sandbox needs user namespaces")
+def test_candidate_runs_isolated_without_ptrace(problem_copy):
+    folder = problem_copy("vector_add")
+    result = check(folder, folder / "baseline.py", device="cpu")
+    assert result.passed
+    assert not {"sandbox_weak", "no_pid_namespace"} & {f.code for f in result.findings}, result.findings

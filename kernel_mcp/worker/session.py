@@ -5,6 +5,7 @@ turned into a ``Reply``; nothing it sends is trusted beyond "here is a tensor".
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import secrets
 import shutil
@@ -65,9 +66,9 @@ class CandidateSession:
             self.proc = subprocess.Popen(
                 [sys.executable, "-B", "-m", "kernel_mcp.worker.candidate_host", str(host_end.fileno())],
                 pass_fds=[host_end.fileno()], env=env, cwd=self.scratch, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, preexec_fn=sandbox.make_preexec(limit, PID_NAMESPACE), process_group=0)
+                stdout=log, stderr=subprocess.STDOUT, preexec_fn=sandbox.make_preexec(limit, PID_NAMESPACE),
+                process_group=0)
         host_end.close()
-        import multiprocessing
         authkey = secrets.token_bytes(32)
         multiprocessing.current_process().authkey = authkey  # shared-memory fd passing between the two
         self.conn.send({"authkey": authkey, "device": device, "candidate": str(candidate),
