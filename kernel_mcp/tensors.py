@@ -72,9 +72,11 @@ def poison_(t: torch.Tensor, generator: torch.Generator | None = None) -> None:
 
 
 def flip_(t: torch.Tensor) -> None:
-    """Invert every bit of ``t`` in place (used to see whether another tensor shares its memory)."""
-    raw = t.detach().view(torch.uint8) if t.is_contiguous() and t.numel() else None
-    if raw is not None:
+    """Invert every bit of ``t``'s whole storage in place (used to see whether another tensor shares its
+    memory). The storage, not the view: a transposed or sliced input is covered too."""
+    storage = t.untyped_storage()
+    if storage.nbytes():
+        raw = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage)
         raw.bitwise_not_()
 
 

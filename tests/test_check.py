@@ -100,3 +100,18 @@ def test_candidate_runs_isolated_without_ptrace(problem_copy):
     result = check(folder, folder / "baseline.py", device="cpu")
     assert result.passed
     assert not {"sandbox_weak", "no_pid_namespace"} & {f.code for f in result.findings}, result.findings
+
+
+@pytest.mark.parametrize("returned", ["x", "x[:]"])
+def test_alias_of_a_non_contiguous_input_is_caught(tmp_path, returned):
+    folder = make_problem(tmp_path, """
+        import torch
+        def generate_input(n, seed):
+            x = torch.randn(n, 3, generator=torch.Generator().manual_seed(seed)).t()  # a transposed view
+            return (x,)
+        def ref_kernel(data):
+            return data[0] * 1.0
+    """)
+    (folder / "c.py").write_text(f"def custom_kernel(data):\n    x, = data\n    return {returned}\n")
+    result = check(folder, folder / "c.py", device="cpu")
+    assert result.verdict == "fail: alias", result.verdict
