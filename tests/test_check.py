@@ -115,3 +115,17 @@ def test_alias_of_a_non_contiguous_input_is_caught(tmp_path, returned):
     (folder / "c.py").write_text(f"def custom_kernel(data):\n    x, = data\n    return {returned}\n")
     result = check(folder, folder / "c.py", device="cpu")
     assert result.verdict == "fail: alias", result.verdict
+
+
+def test_float64_task_rejects_a_float32_answer(tmp_path):
+    folder = make_problem(tmp_path, """
+        import torch
+        def generate_input(n, seed):
+            return (torch.randn(n, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)),)
+        def ref_kernel(data):
+            return data[0] * 3
+    """)
+    (folder / "low.py").write_text("def custom_kernel(data):\n    return (data[0].float() * 3)\n")
+    (folder / "ok.py").write_text("def custom_kernel(data):\n    return data[0] * 3\n")
+    assert check(folder, folder / "low.py", device="cpu").verdict == "fail: structure"
+    assert check(folder, folder / "ok.py", device="cpu").passed
