@@ -170,12 +170,12 @@ def _integrity(output: Any, reference: Reference, output_args: list[int], shared
     if problem:
         return "structure", problem
     out_leaves = [t for _, t in tensors.leaves(output)]
+    before = [t.clone() for t in out_leaves]  # each probe below undoes its flip, so one snapshot serves all
     for i, ((path, got), (_, orig)) in enumerate(zip(tensors.leaves(shared), tensors.leaves(pristine))):
         if i in output_args:
             continue
         if not tensors.same_bytes(got, orig):
             return "mutation", f"the candidate modified input{path} (inputs must be left unchanged)"
-        before = [t.clone() for t in out_leaves]
         tensors.flip_(got)  # if an output leaf shares memory with this input, it changes too
         aliased = any(not tensors.same_bytes(t, b) for t, b in zip(out_leaves, before))
         tensors.flip_(got)
