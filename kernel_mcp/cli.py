@@ -4,16 +4,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernel_mcp.results import CheckResult, UsageError
+from kernel_mcp.render import print_check, print_profile, print_roofline
+from kernel_mcp.results import UsageError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Instruments for writing GPU kernels with AI agents: check (more to come).")
+                  help="Instruments for writing GPU kernels with AI agents: check, profile, roofline, calibrate.")
 err = Console(stderr=True)
 
 
@@ -26,20 +27,17 @@ def _usage_error(exc: UsageError) -> None:
     raise typer.Exit(2)
 
 
-def print_check(result: CheckResult, console: Console) -> None:
-    colour = "green" if result.passed else "red"
-    console.print(f"[bold {colour}]{result.verdict}[/]  {result.problem} <- {result.candidate} "
-                  f"on {result.device} ({result.seconds:.1f} s)")
-    table = Table("case", "result", "max err / bound", "norm err", "detail")
-    for case in result.cases:
-        worst = max(case.comparisons, key=lambda c: c.max_error_in_bounds, default=None)
-        table.add_row(case.name, "[green]ok[/]" if case.passed else f"[red]{case.failure}[/]",
-                      f"{worst.max_error_in_bounds:.3g}" if worst else "-",
-                      f"{worst.norm_error:.2e}" if worst else "-", (case.message or "")[:160])
-    if result.cases:
-        console.print(table)
-    for finding in result.findings:
-        console.print(f"[yellow]{finding.severity}[/] {finding.code}: {finding.message[:2000]}")
+def _emit(call: Callable[[Any], Any], printer: Callable[[Any, Console], None], as_json: bool) -> Any:
+    """Run an instrument (progress to stderr unless --json), print its result, return it."""
+    try:
+        result = call(None if as_json else _progress)
+    except UsageError as exc:
+        _usage_error(exc)
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=1) + "\n")
+    else:
+        printer(result, Console())
+    return result
 
 
 @app.command()
@@ -50,15 +48,8 @@ def check(problem: Path = typer.Argument(..., help="problem folder (task.yml + r
           as_json: bool = typer.Option(False, "--json", help="print one JSON object")) -> None:
     """Check a candidate kernel against a problem's reference. Exit 0 pass, 1 fail, 2 usage error."""
     from kernel_mcp.tools.check import check as run
-    try:
-        result = run(problem, candidate, device=device, fresh_seeds=fresh_seeds,
-                     on_progress=None if as_json else _progress)
-    except UsageError as exc:
-        _usage_error(exc)
-    if as_json:
-        sys.stdout.write(result.model_dump_json(indent=1) + "\n")
-    else:
-        print_check(result, Console())
+    result = _emit(lambda progress: run(problem, candidate, device=device, fresh_seeds=fresh_seeds,
+                                        on_progress=progress), print_check, as_json)
     raise typer.Exit(0 if result.passed else 1)
 
 
@@ -82,6 +73,67 @@ def demo(device: str = typer.Option("auto", help="auto | cpu | cuda"),
                           f"{sum(c.passed for c in r.cases)}/{len(r.cases)}", f"{worst:.3g}", f"{r.seconds:.1f}")
         Console().print(table)
     raise typer.Exit(0 if all(r.passed for r in results) else 1)
+
+
+def _settings(target_ci: float, budget: float, shapes: str):
+    from kernel_mcp.tools.profile import settings_from
+    return settings_from(target_ci=target_ci, budget_s=budget, shapes=shapes)
+
+
+PROBLEM_ARG = typer.Argument(..., help="problem folder (task.yml + reference.py) or KernelBench .py")
+CANDIDATE_ARG = typer.Argument(..., help="Python file defining custom_kernel(data) (or ModelNew)")
+DEVICE_OPT = typer.Option("auto", help="auto | cpu | cuda")
+TARGET_CI_OPT = typer.Option(0.01, help="stop once each median is known to +-this fraction (95% CI)")
+BUDGET_OPT = typer.Option(60.0, help="timing budget in seconds for all shapes together")
+SHAPES_OPT = typer.Option("benchmarks", help="benchmarks | tests (the small test shapes: quick runs, CPU)")
+JSON_OPT = typer.Option(False, "--json", help="print one JSON object")
+
+
+@app.command()
+def profile(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG,
+            baseline: Optional[Path] = typer.Option(None, help="another candidate to compare with (e.g. the best)"),
+            device: str = DEVICE_OPT, target_ci: float = TARGET_CI_OPT, budget: float = BUDGET_OPT,
+            shapes: str = SHAPES_OPT,
+            counters: bool = typer.Option(False, help="add hardware counters (ncu / rocprofv3) on one shape"),
+            as_json: bool = JSON_OPT) -> None:
+    """Check, then time the candidate against the reference. Exit 0 pass and trusted, 1 otherwise, 2 usage."""
+    from kernel_mcp.tools.profile import profile as run
+    result = _emit(lambda progress: run(problem, candidate, baseline=baseline, device=device, counters=counters,
+                                        settings=_settings(target_ci, budget, shapes), on_progress=progress),
+                   print_profile, as_json)
+    raise typer.Exit(0 if result.passed and result.trusted else 1)
+
+
+@app.command()
+def roofline(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG, device: str = DEVICE_OPT,
+             png: Optional[Path] = typer.Option(None, help="write the roofline chart to this .png file"),
+             target_ci: float = TARGET_CI_OPT, budget: float = BUDGET_OPT, shapes: str = SHAPES_OPT,
+             as_json: bool = JSON_OPT) -> None:
+    """Profile, then place candidate and reference under the device's roofs (memory, compute)."""
+    from kernel_mcp.tools.roofline import roofline as run
+    result = _emit(lambda progress: run(problem, candidate, device=device, png=png, on_progress=progress,
+                                        settings=_settings(target_ci, budget, shapes)), print_roofline, as_json)
+    raise typer.Exit(0 if result.profile.passed and result.shapes else 1)
+
+
+@app.command()
+def calibrate(as_json: bool = JSON_OPT) -> None:
+    """Measure this GPU's copy bandwidth and matmul rates (random data) and cache them for the roofline."""
+    from kernel_mcp.tools.calibrate import cache_file
+    from kernel_mcp.tools.calibrate import calibrate as run
+    try:
+        result = run(on_progress=None if as_json else _progress)
+    except UsageError as exc:
+        _usage_error(exc)
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=1) + "\n")
+        return
+    table = Table("ceiling", "measured")
+    table.add_row("copy bandwidth", f"{result.copy_bytes_per_s / 1e12:.2f} TB/s")
+    for unit, rate in result.matmul_flops_per_s.items():
+        table.add_row(f"matmul {unit}", f"{rate / 1e12:.1f} TFLOP/s")
+    Console().print(f"{result.device_name} (cached in {cache_file()})")
+    Console().print(table)
 
 
 def main() -> None:

@@ -4,9 +4,11 @@ Expected failure is data (``CheckResult(passed=False, ...)``); misuse raises ``U
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+from kernel_mcp.counters import CounterReport
 
 
 class UsageError(Exception):
@@ -68,3 +70,111 @@ class CheckResult(BaseModel):
     problem_degenerate: bool = False
     seconds: float = 0.0
     log_tail: str = ""  # last lines the candidate printed (untrusted, for debugging only)
+
+
+class ProfileSettings(BaseModel):
+    """How long and how precisely ``profile`` measures."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target_ci: float = Field(0.01, gt=0, lt=1, description="stop once each median's 95% CI is within +-this")
+    budget_s: float = Field(60.0, gt=0, description="timing budget for all shapes together, seconds")
+    min_samples: int = Field(10, ge=6)
+    max_samples: int = Field(1000, ge=6)
+    warmup: int = Field(3, ge=1, description="calls per contestant and shape before samples count")
+    kernel_calls: int = Field(3, ge=0, description="calls under CUPTI for the device busy time")
+    shapes: Literal["benchmarks", "tests"] = Field(
+        "benchmarks", description="the problem's benchmark shapes, or its small test shapes (quick runs, CPU)")
+
+
+class Timing(BaseModel):
+    """One contestant on one shape: the median of its timed calls with a 95% CI, in milliseconds."""
+
+    clock: str  # "cuda events" (device time around each call) or "cpu wall clock"
+    median_ms: float
+    ci_low_ms: float
+    ci_high_ms: float
+    samples: int
+    rel_ci_half_width: float  # 0.01 = the median is known to +-1%
+    host_ms: float | None = None  # median host time to issue the call (GPU): above median_ms = CPU-bound
+    kernel_ms: float | None = None  # device busy time of its kernels (CUPTI), median of a few calls
+    graph_ms: float | None = None  # short kernels: one call captured in a CUDA graph, replayed (warm L2)
+
+
+class ShapeProfile(BaseModel):
+    """Candidate vs reference (and baseline) on one benchmark shape."""
+
+    params: dict[str, Any]
+    dtype: str = ""  # of the first floating-point input (picks the roofline's compute ceiling)
+    candidate: Timing | None = None
+    reference: Timing | None = None
+    baseline: Timing | None = None
+    speedup: float | None = None  # reference median / candidate median; None when not credited
+    speedup_ci: list[float] | None = None  # [low, high], 95%
+    speedup_vs_baseline: float | None = None
+    flops: float | None = None  # one call; from task.yml, or estimated (see work_estimated)
+    bytes: float | None = None
+    work_estimated: bool = False  # flops/bytes from torch's flop counter and tensor sizes, not task.yml
+    floor_ms: float | None = None  # max(bytes / peak bandwidth, flops / fastest peak): physics' limit
+    credited: bool = True  # False: this shape's candidate time cannot be trusted (see findings)
+    note: str = ""
+
+
+class ProfileResult(BaseModel):
+    """``profile``: correctness first (a full check), then timing with every timed output validated."""
+
+    passed: bool  # the check passed and every output produced while timing was correct
+    trusted: bool  # no integrity finding: the speedup can be believed
+    verdict: str
+    problem: str
+    candidate: str
+    baseline: str = ""
+    device: str = ""
+    device_name: str = ""
+    speedup: float | None = None  # geometric mean over credited shapes
+    speedup_ci: list[float] | None = None
+    speedup_vs_baseline: float | None = None
+    shapes: list[ShapeProfile] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    check: CheckResult | None = None
+    counters: CounterReport | None = None  # hardware counters on one shape (advice, never the time)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    seconds: float = 0.0
+    log_tail: str = ""
+
+
+class RooflinePoint(BaseModel):
+    """One contestant on one shape, placed against the device's ceilings."""
+
+    who: str  # "candidate" or "reference"
+    time_ms: float
+    tflops: float  # achieved, 1e12 FLOP/s
+    gbytes_per_s: float  # achieved, 1e9 B/s
+    percent_of_bound: float  # achieved / the binding ceiling at this intensity (100 = on the roof)
+    bound: str  # "memory", "compute" or "latency/underutilised" (far below both roofs)
+    headroom_ms: float  # time above the roof's minimum for this shape's work
+
+
+class RooflineShape(BaseModel):
+    params: dict[str, Any]
+    flops: float
+    bytes: float
+    work_estimated: bool = False
+    intensity: float  # FLOP per byte
+    points: list[RooflinePoint] = Field(default_factory=list)
+
+
+class RooflineResult(BaseModel):
+    """``roofline``: how far candidate and reference are from the hardware limit on each shape."""
+
+    problem: str
+    candidate: str
+    device_name: str = ""
+    ceilings_source: str = ""  # "measured by kernel-mcp calibrate on ..." or "datasheet: ..."; "" = none
+    bandwidth_bytes_per_s: float | None = None
+    peak_flops_per_s: float | None = None
+    unit: str = ""  # the peak_flops key used (devices.dtype_unit)
+    shapes: list[RooflineShape] = Field(default_factory=list)
+    png: str = ""
+    message: str = ""  # why there is no roofline (no ceilings for this device, profile failed...)
+    profile: ProfileResult

@@ -75,6 +75,9 @@ class KernelMcpSpec(_Strict):
     bytes: float | str | None = Field(None, description="minimum bytes moved by one call, expression")
     timeouts: TimeoutSpec = TimeoutSpec()
     properties: list[PropertySpec] = Field(default_factory=list)
+    unit: Literal["vector", "tensor"] = Field(
+        "vector", description="the compute unit whose peak binds the roofline: tensor cores/matrix cores for "
+        "matmul-like work, the vector unit otherwise")
     fresh_seeds: int = Field(1, ge=1, le=16, description="secret-seeded copies of each test per check")
     output_args: list[int] | None = Field(
         None, description="indices of inputs that are output buffers (auto-detected when absent)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernel_mcp.problem import Problem, load_problem
-from kernel_mcp.results import CheckResult, Finding, UsageError
+from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
 from kernel_mcp.worker.client import JudgeFailure, ProgressFn, run_judge
 from kernel_mcp.worker.guard import guard_for
 
@@ -32,21 +32,27 @@ def check(problem: str | Path, candidate: str | Path, device: str = "auto", fres
     path = resolve_candidate(candidate)
     request = {"mode": "check", "problem": str(prob.path), "candidate": str(path), "device": device,
                "fresh_seeds": fresh_seeds}
-    return _run_guarded(prob, path, request, on_progress)
+    return run_guarded(prob, path, request, on_progress)
 
 
-def _run_guarded(prob: Problem, path: Path, request: dict, on_progress: ProgressFn | None) -> CheckResult:
+def run_guarded(prob: Problem, path: Path, request: dict, on_progress: ProgressFn | None,
+                model: type[CheckResult] | type[ProfileResult] = CheckResult,
+                extra_time_s: float = 0.0) -> CheckResult | ProfileResult:
+    """Run one judge request with the problem's and harness's files guarded; tampering fails the result."""
     guard = guard_for(prob)
     try:
-        body = run_judge(request, prob.spec.timeouts.total + HARNESS_MARGIN_S, on_progress)
-        result = CheckResult.model_validate(body)
+        body = run_judge(request, prob.spec.timeouts.total + extra_time_s + HARNESS_MARGIN_S, on_progress)
+        result = model.model_validate(body)
     except JudgeFailure as exc:
-        result = CheckResult(passed=False, verdict="error: harness", problem=prob.name, candidate=str(path),
-                             findings=[Finding(code="judge_failed", message=str(exc))])
+        extra = {"trusted": False} if model is ProfileResult else {}
+        result = model(passed=False, verdict="error: harness", problem=prob.name, candidate=str(path),
+                       findings=[Finding(code="judge_failed", message=str(exc))], **extra)
     tampered = guard.restore()
     if tampered:
         result.passed = False
         result.verdict = "fail: tampering"
+        if isinstance(result, ProfileResult):
+            result.trusted = False
         result.findings.append(Finding(code="tampering", message="the candidate changed files the harness "
                                        "relies on: " + "; ".join(tampered)))
     return result

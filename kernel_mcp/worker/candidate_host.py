@@ -86,6 +86,8 @@ def serve(conn: Connection) -> None:
     try:
         import torch  # noqa: F401  (registers tensor sharing reductions)
         import torch.multiprocessing  # noqa: F401
+
+        from kernel_mcp.worker import timing  # binds its clocks now, before any candidate code runs
         init.update(conn.recv())
         module = _import_candidate(Path(init["candidate"]), init["problem_dirs"])
         kernel = _kernel_from(module, init, device)
@@ -94,23 +96,63 @@ def serve(conn: Connection) -> None:
         return
     conn.send(("ready",))
     keep_alive = None  # the last output must outlive its CUDA IPC handle until the judge has copied it
+    flusher = None
     while True:
         message = conn.recv()
-        if message[0] != "run":
+        if message[0] == "run":
+            keep_alive = _run(conn, kernel, message, device)
+        elif message[0] == "time":
+            flusher = flusher or timing.Flusher(device, message[3]["cache_bytes"])
+            keep_alive = _time(conn, kernel, message, flusher)
+        else:
             return
-        _, case_id, data = message
-        try:
-            output = kernel(data)
-            _synchronize(device)
-        except BaseException as exc:  # noqa: BLE001
-            conn.send(_error("call", exc))
-            continue
-        keep_alive = output
-        try:
-            conn.send(("output", case_id, _refer_to_inputs(output, data)))
-        except Exception as exc:  # noqa: BLE001  (an unpicklable object, a tensor that cannot be shared)
-            conn.send(_error("output", exc))
     del keep_alive
+
+
+def _run(conn: Connection, kernel: Callable, message: tuple, device: str) -> Any:
+    _, case_id, data = message
+    try:
+        output = kernel(data)
+        _synchronize(device)
+    except BaseException as exc:  # noqa: BLE001  (SystemExit and KeyboardInterrupt are candidate failures too)
+        conn.send(_error("call", exc))
+        return None
+    _send_output(conn, ("output", case_id), _refer_to_inputs(output, data))
+    return output
+
+
+def _time(conn: Connection, kernel: Callable, message: tuple, flusher: Any) -> Any:
+    """One timed call (see worker/timing.py). The output goes back as a snapshot taken once all device
+    work has finished, with the figures; ``mode`` "kernel" adds CUPTI's device busy time, "graph" times a
+    replayed CUDA graph instead (a figure only: nothing it computes is returned)."""
+    from kernel_mcp.worker import timing
+    _, call_id, data, options = message
+    figures: dict[str, Any] = {}
+    try:
+        if options["mode"] == "graph":
+            figures["graph_ms"] = timing.graph_replay_ms(kernel, data)
+            output = None
+        elif options["mode"] == "kernel":
+            output, figures["op_ms"], figures["busy_us"], figures["activities"] = \
+                timing.kernel_busy_us(kernel, data, flusher)
+        else:
+            output, call = timing.timed_call(kernel, data, flusher)
+            figures.update(op_ms=call.op_ms, tail_ms=call.tail_ms, wall_ms=call.wall_ms, issue_ms=call.issue_ms)
+        figures["patched"] = timing.patched_timers()
+        snapshot = None if output is None else timing.snapshot(output)
+        timing.synchronize(flusher.device)
+    except BaseException as exc:  # noqa: BLE001
+        conn.send(_error("call", exc))
+        return None
+    _send_output(conn, ("timed", call_id, figures), snapshot)
+    return snapshot
+
+
+def _send_output(conn: Connection, head: tuple, output: Any) -> None:
+    try:
+        conn.send((*head, output))
+    except Exception as exc:  # noqa: BLE001  (an unpicklable object, a tensor that cannot be shared)
+        conn.send(_error("output", exc))
 
 
 def main() -> None:

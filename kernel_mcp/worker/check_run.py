@@ -40,6 +40,22 @@ def plan_cases(tests: list[dict], fresh_seeds: int) -> list[Case]:
 
 
 def run_check(request: dict, reporter) -> CheckResult:
+    result, runtime = prepare(request)
+    if runtime is None:
+        return result
+    session = open_session(request, runtime, Path(request["candidate"]))
+    try:
+        check_on(session, runtime, request, result, reporter)
+    finally:
+        result.log_tail = session.log_tail()
+        session.close()
+    return result
+
+
+def prepare(request: dict) -> tuple[CheckResult, ReferenceRuntime | None]:
+    """Load the problem and its reference in this (the judge's) process, and run the reference once
+    before any candidate code exists: lazy imports in reference.py happen now. The runtime is None when
+    the problem itself is broken (the result then says why)."""
     from kernel_mcp.worker.judge import resolve_device
     problem = load_problem(request["problem"])
     device = resolve_device(request.get("device", "auto"))
@@ -53,24 +69,29 @@ def run_check(request: dict, reporter) -> CheckResult:
         result.verdict = "error: problem"
         result.findings.append(Finding(code="problem_error", message=f"loading {problem.reference_file} "
                                        f"failed: {type(exc).__name__}: {exc}"))
-        return result
-    cases = plan_cases(problem.tests, request.get("fresh_seeds") or problem.spec.fresh_seeds)
-    try:  # one reference run before any candidate code exists: lazy imports in reference.py happen now
+        return result, None
+    try:
         runtime.expected(runtime.generate(problem.tests[0]), problem.tests[0])
     except Exception as exc:  # noqa: BLE001
         result.verdict = "error: problem"
         result.findings.append(Finding(code="problem_error", message=f"the reference failed on test 0: "
                                        f"{type(exc).__name__}: {exc}"))
-        return result
-    session = CandidateSession(Path(request["candidate"]), [problem.folder, problem.folder.parent], device,
-                               runtime.candidate_init(), request["run_token"])
-    try:
-        _run_cases(runtime, session, cases, result, reporter)
-    finally:
-        result.log_tail = session.log_tail()
-        session.close()
+        return result, None
+    return result, runtime
+
+
+def open_session(request: dict, runtime: ReferenceRuntime, candidate: Path) -> CandidateSession:
+    folder = runtime.problem.folder
+    return CandidateSession(candidate, [folder, folder.parent], runtime.device, runtime.candidate_init(),
+                            request["run_token"])
+
+
+def check_on(session: CandidateSession, runtime: ReferenceRuntime, request: dict, result: CheckResult,
+             reporter) -> None:
+    """Every test and its secret-seeded copies through a started session, then the verdict."""
+    cases = plan_cases(runtime.problem.tests, request.get("fresh_seeds") or runtime.problem.spec.fresh_seeds)
+    _run_cases(runtime, session, cases, result, reporter)
     _decide(result)
-    return result
 
 
 def _run_cases(runtime: ReferenceRuntime, session: CandidateSession, cases: list[Case], result: CheckResult,

@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 
-from kernel_mcp.results import CheckResult, Finding
+from kernel_mcp.results import CheckResult, Finding, ProfileResult
 from kernel_mcp.worker import channel, sandbox
 
 
@@ -36,6 +36,14 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
+def _run(request: dict, reporter: Reporter) -> CheckResult | ProfileResult:
+    if request["mode"] == "profile":
+        from kernel_mcp.worker.profile_run import run_profile
+        return run_profile(request, reporter)
+    from kernel_mcp.worker.check_run import run_check
+    return run_check(request, reporter)
+
+
 def main(fd: int) -> None:
     sandbox.harden_trusted_process()
     request = json.loads(sys.stdin.readline())
@@ -43,12 +51,12 @@ def main(fd: int) -> None:
     reporter = Reporter(fd, bytes.fromhex(request.pop("key")))
     started = time.monotonic()
     try:
-        from kernel_mcp.worker.check_run import run_check
-        result = run_check(request, reporter)
+        result = _run(request, reporter)
     except Exception as exc:  # noqa: BLE001  (a harness failure is reported, never mistaken for a pass)
-        result = CheckResult(passed=False, verdict="error: harness", problem=request.get("problem", ""),
-                             candidate=request.get("candidate", ""), findings=[Finding(
-                                 code="harness_error", message="".join(traceback.format_exception(exc))[-3000:])])
+        finding = Finding(code="harness_error", message="".join(traceback.format_exception(exc))[-3000:])
+        fields = {"passed": False, "verdict": "error: harness", "problem": request.get("problem", ""),
+                  "candidate": request.get("candidate", ""), "findings": [finding]}
+        result = ProfileResult(trusted=False, **fields) if request["mode"] == "profile" else CheckResult(**fields)
     result.seconds = round(time.monotonic() - started, 3)
     sandbox.kill_tree(os.getpid(), include_self=False)  # daemons the candidate left behind
     reporter.send("result", {"result": result.model_dump()})

@@ -182,3 +182,12 @@ def kill_tree(pid: int, include_self: bool = True) -> None:
             except ProcessLookupError:
                 pass
         time.sleep(0.05)
+
+
+def signal_tree(pid: int, sig: int) -> None:
+    """Send ``sig`` to ``pid`` and its descendants (SIGSTOP/SIGCONT to pause a candidate's processes)."""
+    for victim in [pid, *descendants(pid)]:
+        try:
+            os.kill(victim, sig)
+        except ProcessLookupError:
+            pass

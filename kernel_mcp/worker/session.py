@@ -38,6 +38,25 @@ class Reply:
     kind: str  # "output" | "exception" | "crash" | "timeout" | "forged"
     output: Any = None
     message: str = ""
+    figures: dict | None = None  # timing requests: what the host measured (untrusted; see profile_run)
+
+
+_AUTHKEY: list[bytes] = []
+
+
+def _shared_authkey() -> bytes:
+    """One key for this judge and all its candidate hosts: multiprocessing keeps a single process-wide
+    authkey for shared-memory fd passing, so a second session must not replace the first one's."""
+    if not _AUTHKEY:
+        _AUTHKEY.append(secrets.token_bytes(32))
+        multiprocessing.current_process().authkey = _AUTHKEY[0]
+    return _AUTHKEY[0]
+
+
+def _plain_figures(figures: Any) -> bool:
+    return isinstance(figures, dict) and all(
+        isinstance(k, str) and (isinstance(v, (int, float)) or (isinstance(v, list) and all(isinstance(x, str) for x in v)))
+        for k, v in figures.items())
 
 
 def _describe_exit(code: int | None) -> str:
@@ -69,8 +88,7 @@ class CandidateSession:
                 stdout=log, stderr=subprocess.STDOUT, preexec_fn=sandbox.make_preexec(limit, PID_NAMESPACE),
                 process_group=0)
         host_end.close()
-        authkey = secrets.token_bytes(32)
-        multiprocessing.current_process().authkey = authkey  # shared-memory fd passing between the two
+        authkey = _shared_authkey()
         self.conn.send({"authkey": authkey, "device": device, "candidate": str(candidate),
                         "problem_dirs": [str(p) for p in problem_dirs]})
         self.conn.send(extra_init)
@@ -163,17 +181,38 @@ class CandidateSession:
         return self._as_error(message, "import")
 
     def call(self, case_id: int, data: Any, timeout: float) -> Reply:
-        try:
-            with self._watchdog(timeout):  # a candidate that stops reading must not block the judge
-                self.conn.send(("run", case_id, data))
-        except (BrokenPipeError, ConnectionResetError, EOFError):
-            return self._crashed()
-        message = self._receive(timeout)
+        """Run custom_kernel once on data; the Reply holds its output."""
+        message = self._request(("run", case_id, data), timeout)
         if isinstance(message, Reply):
             return message
         if len(message) == 3 and message[0] == "output" and message[1] == case_id:
             return Reply("output", output=message[2])
         return self._as_error(message, "call")
+
+    def time(self, call_id: int, data: Any, options: dict, timeout: float) -> Reply:
+        """One timed call (candidate_host._time); the Reply holds the output snapshot and the figures."""
+        message = self._request(("time", call_id, data, options), timeout)
+        if isinstance(message, Reply):
+            return message
+        if len(message) == 4 and message[0] == "timed" and message[1] == call_id and _plain_figures(message[2]):
+            return Reply("output", output=message[3], figures=message[2])
+        return self._as_error(message, "call")
+
+    def _request(self, message: tuple, timeout: float) -> Reply | tuple:
+        try:
+            with self._watchdog(timeout):  # a candidate that stops reading must not block the judge
+                self.conn.send(message)
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            return self._crashed()
+        return self._receive(timeout)
+
+    def pause(self) -> None:
+        """Stop every process of the candidate (SIGSTOP) while something else is timed: an idle
+        candidate cannot slow the reference down from a background thread."""
+        sandbox.signal_tree(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        sandbox.signal_tree(self.proc.pid, signal.SIGCONT)
 
     @staticmethod
     def _as_error(message: tuple, stage: str) -> Reply:

@@ -1,0 +1,173 @@
+"""Timing benchmarks for BENCHMARKS.md (issue 3). Run on the GPU machine from the repo root:
+
+    python bench/timing_bench.py OUT_DIR [--parts repeat,fidelity,cost,roof]
+
+repeat    5 independent `profile` runs of the same kernels: max/min of their medians (goal <= 1.02)
+fidelity  our op-time median and CUPTI kernel time vs Nsight Compute's gpu__time_duration, vector_add at
+          several sizes (goal: within 3% for kernels >= 10 us)
+cost      wall time for `profile` to reach +-1% on each bundled problem, side by side with a fixed protocol
+          (100 calls, L2 flush, CUDA events, same input: the usual harness practice) and its spread
+roof      `calibrate`, then % of the measured bandwidth or matmul rate each bundled baseline reaches
+Writes OUT_DIR/<part>.json and prints a markdown table per part.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+PROBLEMS = REPO / "problems"
+
+from kernel_mcp import stats  # noqa: E402
+from kernel_mcp.tools.profile import profile, settings_from  # noqa: E402
+
+
+def _baseline(name: str) -> tuple[Path, Path]:
+    return PROBLEMS / name, PROBLEMS / name / "baseline.py"
+
+
+def part_repeat(out: Path) -> list[dict]:
+    rows = []
+    for name in sys.argv[4].split(",") if len(sys.argv) > 4 else ("vector_add", "matmul_bf16"):
+        medians: dict[int, list[float]] = {}
+        for _ in range(5):
+            result = profile(*_baseline(name), device="cuda", settings=settings_from(budget_s=10))
+            for i, shape in enumerate(result.shapes):
+                medians.setdefault(i, []).append(shape.candidate.median_ms)
+        for i, values in medians.items():
+            rows.append({"problem": name, "shape": i, "medians_us": [round(v * 1e3, 3) for v in values],
+                         "max_over_min": max(values) / min(values)})
+    _table(rows, ["problem", "shape", "medians_us", "max_over_min"])
+    return rows
+
+
+def _vector_add_sized(tmp: Path, n: int) -> Path:
+    folder = tmp / f"vector_add_{n}"
+    if not folder.exists():
+        import shutil
+        shutil.copytree(PROBLEMS / "vector_add", folder)
+        task = yaml.safe_load((folder / "task.yml").read_text())
+        task["benchmarks"] = [{"n": n, "itemsize": 4, "seed": 7}]
+        (folder / "task.yml").write_text(yaml.safe_dump(task))
+    return folder
+
+
+def part_fidelity(out: Path) -> list[dict]:
+    rows = []
+    for n in (1 << 16, 1 << 20, 1 << 22, 1 << 24, 1 << 26):
+        folder = _vector_add_sized(out / "problems", n)
+        result = profile(folder, PROBLEMS / "vector_add" / "baseline.py", device="cuda",
+                         settings=settings_from(budget_s=8), counters=True)
+        shape = result.shapes[0] if result.shapes else None
+        ncu = sum(k.duration_us or 0 for k in result.counters.kernels) if result.counters else 0
+        row = {"n": n, "op_us": shape.candidate.median_ms * 1e3 if shape else None,
+               "kernel_us": (shape.candidate.kernel_ms or 0) * 1e3 if shape else None, "ncu_us": ncu,
+               "counters": result.counters.message[:200] if result.counters else ""}
+        if ncu and shape:
+            row["op_vs_ncu"] = row["op_us"] / ncu
+            row["kernel_vs_ncu"] = row["kernel_us"] / ncu
+        rows.append(row)
+    _table(rows, ["n", "op_us", "kernel_us", "ncu_us", "op_vs_ncu", "kernel_vs_ncu"])
+    return rows
+
+
+def fixed_protocol_ms(problem: Path, candidate: Path, params: dict, calls: int = 100) -> tuple[float, float]:
+    """(median ms, wall s) of the usual practice: one input, 100 calls, each with an L2 flush and events."""
+    import importlib.util
+
+    import torch
+    from kernel_mcp.problem import load_problem
+    from kernel_mcp.worker.reference_runtime import ReferenceRuntime
+    started = time.perf_counter()
+    runtime = ReferenceRuntime(load_problem(problem), "cuda")
+    spec = importlib.util.spec_from_file_location(f"bench_{candidate.parent.name}", candidate)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    data = runtime.generate(params)
+    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device="cuda")
+    for _ in range(3):
+        module.custom_kernel(data)
+    samples = []
+    for _ in range(calls):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        flush.zero_()
+        begin.record()
+        module.custom_kernel(data)
+        end.record()
+        end.synchronize()
+        samples.append(begin.elapsed_time(end))
+    return stats.median(samples), time.perf_counter() - started
+
+
+def part_cost(out: Path) -> list[dict]:
+    from kernel_mcp.problem import load_problem
+    rows = []
+    for folder in sorted(p for p in PROBLEMS.iterdir() if (p / "task.yml").exists()):
+        started = time.perf_counter()
+        result = profile(folder, folder / "baseline.py", device="cuda", settings=settings_from(budget_s=40))
+        ours_s = time.perf_counter() - started
+        params = load_problem(folder).benchmarks[0]
+        fixed = [fixed_protocol_ms(folder, folder / "baseline.py", params) for _ in range(5)]
+        medians = [m for m, _ in fixed]
+        shape = result.shapes[0] if result.shapes else None
+        rows.append({"problem": folder.name, "profile_wall_s": round(ours_s, 1),
+                     "profile_timing_s": round(result.seconds, 1),
+                     "samples_shape0": shape.candidate.samples if shape else None,
+                     "ci_shape0": round(shape.candidate.rel_ci_half_width, 4) if shape else None,
+                     "median_us_shape0": round(shape.candidate.median_ms * 1e3, 2) if shape else None,
+                     "fixed_wall_s": round(stats.median([w for _, w in fixed]), 2),
+                     "fixed_median_us": round(stats.median(medians) * 1e3, 2),
+                     "fixed_spread": round(max(medians) / min(medians), 4)})
+    _table(rows, list(rows[0]))
+    return rows
+
+
+def part_roof(out: Path) -> list[dict]:
+    from kernel_mcp.problem import load_problem
+    from kernel_mcp.tools.calibrate import calibrate
+    from kernel_mcp.tools.roofline import roofline_from
+    cal = calibrate()
+    rows = [{"problem": "calibration", "copy_TBps": cal.copy_bytes_per_s / 1e12,
+             **{k: v / 1e12 for k, v in cal.matmul_flops_per_s.items()}}]
+    for folder in sorted(p for p in PROBLEMS.iterdir() if (p / "task.yml").exists()):
+        prof = profile(folder, folder / "baseline.py", device="cuda", settings=settings_from(budget_s=10))
+        roof = roofline_from(prof, load_problem(folder).spec.unit, png=out / f"roofline_{folder.name}.png")
+        for i, shape in enumerate(roof.shapes):
+            for point in shape.points:
+                rows.append({"problem": folder.name, "shape": i, "who": point.who, "us": point.time_ms * 1e3,
+                             "percent_of_measured_roof": point.percent_of_bound, "bound": point.bound,
+                             "unit": roof.unit})
+    _table(rows[1:], ["problem", "shape", "who", "us", "percent_of_measured_roof", "bound", "unit"])
+    return rows
+
+
+def _table(rows: list[dict], columns: list[str]) -> None:
+    print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+    for row in rows:
+        cells = [f"{row.get(c):.4g}" if isinstance(row.get(c), float) else str(row.get(c, "")) for c in columns]
+        print("| " + " | ".join(cells) + " |")
+    sys.stdout.flush()
+
+
+PARTS = {"repeat": part_repeat, "fidelity": part_fidelity, "cost": part_cost, "roof": part_roof}
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[2] == "--parts" else list(PARTS)
+    for name in chosen:
+        print(f"\n## {name}\n", flush=True)
+        started = time.perf_counter()
+        rows = PARTS[name](out)
+        (out / f"{name}.json").write_text(json.dumps(rows, indent=1, default=str))
+        print(f"\n({name}: {time.perf_counter() - started:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

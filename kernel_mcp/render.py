@@ -1,0 +1,80 @@
+"""Rich tables for people at a terminal; agents read the ``--json`` form of the same results."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from kernel_mcp.results import CheckResult, Finding, ProfileResult, RooflineResult, Timing
+
+
+def _findings(findings: list[Finding], console: Console) -> None:
+    for finding in findings:
+        console.print(f"[yellow]{finding.severity}[/] {finding.code}: {finding.message[:2000]}")
+
+
+def print_check(result: CheckResult, console: Console) -> None:
+    colour = "green" if result.passed else "red"
+    console.print(f"[bold {colour}]{result.verdict}[/]  {result.problem} <- {result.candidate} "
+                  f"on {result.device} ({result.seconds:.1f} s)")
+    table = Table("case", "result", "max err / bound", "norm err", "detail")
+    for case in result.cases:
+        worst = max(case.comparisons, key=lambda c: c.max_error_in_bounds, default=None)
+        table.add_row(case.name, "[green]ok[/]" if case.passed else f"[red]{case.failure}[/]",
+                      f"{worst.max_error_in_bounds:.3g}" if worst else "-",
+                      f"{worst.norm_error:.2e}" if worst else "-", (case.message or "")[:160])
+    if result.cases:
+        console.print(table)
+    _findings(result.findings, console)
+
+
+
+
+def _us(t: Timing | None) -> str:
+    if t is None:
+        return "-"
+    ci = f"+-{t.rel_ci_half_width * 100:.1f}%" if t.rel_ci_half_width < float("inf") else "CI n/a"
+    return f"{t.median_ms * 1e3:.2f} us {ci} (n={t.samples})"
+
+
+def _params(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items() if k != "seed")
+
+
+def print_profile(result: ProfileResult, console: Console) -> None:
+    colour = "green" if result.passed and result.trusted else "red"
+    speed = f"speedup {result.speedup:.3f}x [{result.speedup_ci[0]:.3f}, {result.speedup_ci[1]:.3f}]" \
+        if result.speedup else "no speedup credited"
+    console.print(f"[bold {colour}]{result.verdict}[/]  {result.problem} <- {result.candidate} on "
+                  f"{result.device_name or result.device}: {speed} ({result.seconds:.1f} s)")
+    table = Table("shape", "candidate", "reference", "speedup (95% CI)", "kernel us (cand/ref)", "note")
+    for shape in result.shapes:
+        kernel = "/".join(f"{t.kernel_ms * 1e3:.2f}" if t and t.kernel_ms else "-"
+                          for t in (shape.candidate, shape.reference))
+        speed = f"{shape.speedup:.3f} [{shape.speedup_ci[0]:.3f}, {shape.speedup_ci[1]:.3f}]" if shape.speedup else "-"
+        table.add_row(_params(shape.params), _us(shape.candidate),
+                      _us(shape.reference), speed, kernel, shape.note[:80])
+    if result.shapes:
+        console.print(table)
+    if result.shapes and result.shapes[0].candidate:
+        console.print(f"[dim]times: {result.shapes[0].candidate.clock}, median with 95% CI; kernel us: device "
+                      "busy time from CUPTI[/dim]")
+    _findings(result.findings, console)
+
+
+def print_roofline(result: RooflineResult, console: Console) -> None:
+    if result.message:
+        console.print(f"[yellow]{result.message}[/]")
+    if result.bandwidth_bytes_per_s:
+        console.print(f"{result.device_name}: {result.bandwidth_bytes_per_s / 1e12:.2f} TB/s, "
+                      f"{result.peak_flops_per_s / 1e12:.1f} TFLOP/s ({result.unit}); {result.ceilings_source}")
+    table = Table("shape", "FLOP/B", "who", "us", "TFLOP/s", "GB/s", "% of roof", "bound", "headroom us")
+    for shape in result.shapes:
+        for p in shape.points:
+            table.add_row(_params(shape.params), f"{shape.intensity:.2f}",
+                          p.who, f"{p.time_ms * 1e3:.2f}", f"{p.tflops:.2f}", f"{p.gbytes_per_s:.0f}",
+                          f"{p.percent_of_bound:.1f}", p.bound, f"{p.headroom_ms * 1e3:.2f}")
+    if result.shapes:
+        console.print(table)
+    if result.png:
+        console.print(f"chart: {result.png}")
+    print_profile(result.profile, console)

@@ -1,0 +1,40 @@
+"""The process a hardware profiler (ncu, rocprofv3) wraps for ``profile --counters``.
+
+It makes one benchmark input, imports the candidate, warms it up (compilation, autotuning), then calls it
+once inside the NVTX range the profiler filters on, so only the candidate's own kernels are measured.
+Counters are advice for the model, never the reported time or the verdict; this process is untrusted
+like the candidate host. Usage: ``python -m kernel_mcp.worker.counter_target JSON``.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+WARMUP_CALLS = 2
+
+
+def main(spec: dict) -> None:
+    import torch
+
+    from kernel_mcp.counters import NVTX_RANGE
+    from kernel_mcp.problem import load_problem
+    from kernel_mcp.worker.candidate_host import _import_candidate, _kernel_from
+    from kernel_mcp.worker.reference_runtime import ReferenceRuntime
+
+    problem = load_problem(spec["problem"])
+    runtime = ReferenceRuntime(problem, "cuda")
+    data = runtime.generate(spec["params"])
+    module = _import_candidate(Path(spec["candidate"]), [str(problem.folder), str(problem.folder.parent)])
+    kernel = _kernel_from(module, runtime.candidate_init(), "cuda")
+    for _ in range(WARMUP_CALLS):
+        kernel(data)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push(NVTX_RANGE)
+    kernel(data)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))

@@ -1,0 +1,252 @@
+"""``profile`` inside the judge: a full check, then reference, candidate (and baseline) timed in turns.
+
+Who measures what, and why it can be believed:
+* The reference is timed *here*, in the trusted judge, while every candidate process is stopped
+  (SIGSTOP): a candidate cannot slow the reference down to fake a speedup. Its time is also measured
+  before any candidate process exists; a later median far above that one means it was disturbed.
+* The candidate is timed inside its own process by worker/timing.py, whose clocks were bound before the
+  candidate was imported. Every timed call gets inputs made from a fresh secret seed, and every output
+  is validated here against the float64 reference: a cache keyed on anything cannot serve it.
+* What the candidate's process reports is then checked against what it cannot control: the judge's wall
+  clock around the call, the physical floor of the shape (bytes / bandwidth, flops / peak), a wait in a
+  device-wide sync after the end event, and CUPTI's device busy time.
+"""
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernel_mcp import stats, tensors
+from kernel_mcp.results import Finding, ProfileResult, ProfileSettings
+from kernel_mcp.worker import timing
+from kernel_mcp.worker.check_run import (
+    _compare,
+    _integrity,
+    check_on,
+    open_session,
+    prepare,
+)
+from kernel_mcp.worker.profile_verdict import decide, time_all_shapes
+from kernel_mcp.worker.reference_runtime import ReferenceRuntime
+from kernel_mcp.worker.session import CandidateSession
+
+WALL_SLACK_MS = 0.05  # the judge's wall clock around a call may round below the events by this much
+
+
+@dataclass
+class Contestant:
+    role: str  # "reference", "candidate" or "baseline"
+    session: CandidateSession | None = None  # None: the reference, timed in this process
+    samples: list[float] = field(default_factory=list)
+    busy_us: list[float] = field(default_factory=list)
+    issue_ms: list[float] = field(default_factory=list)
+    escaped: int = 0
+    patched: set[str] = field(default_factory=set)
+    failure: str = ""  # why it stopped: a wrong output, a crash...
+    calls: int = 0
+
+
+class Profiler:
+    def __init__(self, runtime: ReferenceRuntime, settings: ProfileSettings, reporter, result: ProfileResult):
+        self.rt, self.settings, self.reporter, self.result = runtime, settings, reporter, result
+        self.device = runtime.device
+        self.ceilings = _ceilings(self.device)
+        self.flusher = timing.Flusher(self.device, _cache_bytes(self.device))
+        self.sessions: list[CandidateSession] = []
+        self.solo_reference: dict[int, stats.Summary] = {}
+        self.input_dtype = ""  # of the first floating-point input last generated (for the roofline)
+
+    # --- one timed call per contestant -------------------------------------------------------------
+    def fresh_input(self, params: dict) -> Any:
+        data = self.rt.generate({**params, "seed": secrets.randbits(31)})
+        self.rt.poison_outputs(data)
+        floating = [t.dtype for _, t in tensors.leaves(data) if t.is_floating_point()]
+        self.input_dtype = str(floating[0]).removeprefix("torch.") if floating else ""
+        return data
+
+    def sample(self, who: Contestant, params: dict, mode: str = "op") -> float | None:
+        """One call on fresh inputs; returns the op time in ms (None if the call failed or was a figure)."""
+        data = self.fresh_input(params)
+        if who.session is None:
+            return self._sample_reference(who, data)
+        pristine = tensors.clone(data)
+        shared = self.rt.share_copy(pristine)
+        for other in self.sessions:
+            if other is not who.session:
+                other.pause()
+        started = time.perf_counter()
+        reply = who.session.time(who.calls, shared, {"mode": mode, "cache_bytes": self.flusher.nbytes},
+                                 self.rt.problem.spec.timeouts.call)
+        wall_ms = (time.perf_counter() - started) * 1e3
+        for other in self.sessions:
+            other.resume()
+        who.calls += 1
+        if reply.kind != "output":
+            who.failure = f"{reply.kind}: {reply.message}"
+            return None
+        return self._judge_timed(who, reply, params, shared, pristine, wall_ms)
+
+    def _sample_reference(self, who: Contestant, data: Any) -> float:
+        for session in self.sessions:
+            session.pause()
+        try:
+            _, call = timing.timed_call(self.rt.ref_kernel, data, self.flusher)
+        finally:
+            for session in self.sessions:
+                session.resume()
+        if self.device.startswith("cuda"):
+            who.issue_ms.append(call.issue_ms)
+        return call.op_ms
+
+    def _judge_timed(self, who: Contestant, reply, params: dict, shared: Any, pristine: Any,
+                     wall_ms: float) -> float | None:
+        figures = reply.figures
+        who.patched.update(figures.get("patched", []))
+        if "graph_ms" in figures:
+            return None
+        reference = self.rt.expected(pristine, params)
+        failure, message = _integrity(reply.output, reference, self.rt.output_args, shared, pristine)
+        if not failure and not all(c.ok for c in _compare(reply.output, reference, self.rt, params)):
+            failure, message = "mismatch", "an output produced while timing does not match the reference"
+        if failure:
+            who.failure = f"{failure}: {message}"
+            return None
+        op_ms = float(figures.get("op_ms", math.nan))
+        if not (0 < op_ms <= wall_ms + WALL_SLACK_MS):
+            who.failure = (f"timer_inconsistent: it reported {op_ms:.4g} ms for a call the judge saw take "
+                           f"{wall_ms:.4g} ms in all")
+            return None
+        if "busy_us" in figures:
+            who.busy_us.append(float(figures["busy_us"]))
+        if "issue_ms" in figures and self.device.startswith("cuda"):
+            who.issue_ms.append(float(figures["issue_ms"]))
+        who.escaped += float(figures.get("tail_ms", 0.0)) > max(timing.ESCAPE_TAIL_MS,
+                                                                timing.ESCAPE_TAIL_FRACTION * op_ms)
+        return op_ms
+
+    # --- one shape ---------------------------------------------------------------------------------
+    def measure_solo_reference(self, shapes: list[dict]) -> None:
+        """The reference's time on each shape before any candidate process exists."""
+        ref = Contestant("reference")
+        for i, params in enumerate(shapes):
+            for _ in range(self.settings.warmup):
+                self.sample(ref, params)
+            samples = [self.sample(ref, params) for _ in range(self.settings.min_samples)]
+            self.solo_reference[i] = stats.summarize(samples)
+
+    def profile_shape(self, index: int, params: dict, contestants: list[Contestant], deadline: float) -> None:
+        s = self.settings
+        for who in contestants:
+            who.samples, who.busy_us, who.issue_ms, who.escaped = [], [], [], 0
+            for _ in range(s.warmup):
+                if not who.failure and time.monotonic() < deadline:
+                    self.sample(who, params)
+        while True:
+            active = [w for w in contestants if not w.failure and len(w.samples) < s.max_samples
+                      and not stats.converged(w.samples, s.target_ci, s.min_samples)]
+            # the budget ends sampling, but never before every contestant has min_samples
+            if not active or (time.monotonic() >= deadline
+                              and all(len(w.samples) >= s.min_samples for w in active)):
+                break
+            for who in active:
+                value = self.sample(who, params)
+                if value is not None:
+                    who.samples.append(value)
+            self.reporter.progress(f"shape {index}: " + ", ".join(
+                f"{w.role} {len(w.samples)} samples" for w in contestants), index, 0)
+        if self.device.startswith("cuda"):
+            for who in contestants:
+                for _ in range(s.kernel_calls if not who.failure else 0):
+                    self._busy_sample(who, params)
+
+    def _busy_sample(self, who: Contestant, params: dict) -> None:
+        if who.session is not None:
+            self.sample(who, params, mode="kernel")
+            return
+        for session in self.sessions:
+            session.pause()
+        try:
+            _, _, busy_us, _ = timing.kernel_busy_us(self.rt.ref_kernel, self.fresh_input(params), self.flusher)
+        finally:
+            for session in self.sessions:
+                session.resume()
+        who.busy_us.append(busy_us)
+
+    def graph_figure(self, who: Contestant, params: dict) -> float | None:
+        try:
+            if who.session is None:
+                return timing.graph_replay_ms(self.rt.ref_kernel, self.fresh_input(params))
+            reply = who.session.time(-1, self.rt.share_copy(self.fresh_input(params)),
+                                     {"mode": "graph", "cache_bytes": self.flusher.nbytes},
+                                     self.rt.problem.spec.timeouts.call)
+            return float(reply.figures["graph_ms"]) if reply.kind == "output" else None
+        except Exception:  # noqa: BLE001  (capture is not possible for every kernel: then no figure)
+            return None
+
+
+def _ceilings(device: str) -> Any:
+    if not device.startswith("cuda"):
+        return None
+    from kernel_mcp.devices import present_device
+    found = present_device()
+    return found.ceilings if found else None
+
+
+def _cache_bytes(device: str) -> int:
+    """L2 plus any last-level cache behind it (AMD Infinity Cache); 0 on the CPU (a fixed buffer)."""
+    if not device.startswith("cuda"):
+        return 0
+    from kernel_mcp.devices import present_device
+    found = present_device()
+    l2 = found.l2_bytes if found and found.l2_bytes else 64 << 20
+    llc = found.ceilings.llc_bytes if found and found.ceilings else 0
+    return l2 + llc
+
+
+def run_profile(request: dict, reporter) -> ProfileResult:
+    check, runtime = prepare(request)
+    result = ProfileResult(passed=False, trusted=False, verdict="", problem=check.problem,
+                           candidate=request["candidate"], baseline=request.get("baseline") or "",
+                           device=check.device, settings=request.get("settings", {}))
+    result.check = check
+    if runtime is None:
+        result.verdict = check.verdict
+        return result
+    if runtime.device.startswith("cuda"):
+        result.device_name = torch.cuda.get_device_name()
+    profiler = Profiler(runtime, ProfileSettings(**request.get("settings", {})), reporter, result)
+    shapes = runtime.problem.tests if profiler.settings.shapes == "tests" else runtime.problem.benchmarks
+    reporter.progress("timing the reference alone", 0, len(shapes))
+    profiler.measure_solo_reference(shapes)
+    candidate = Contestant("candidate", open_session(request, runtime, Path(request["candidate"])))
+    profiler.sessions.append(candidate.session)
+    contestants = [Contestant("reference"), candidate]
+    try:
+        if request.get("baseline"):
+            contestants.append(Contestant("baseline", open_session(request, runtime, Path(request["baseline"]))))
+            profiler.sessions.append(contestants[-1].session)
+            _start_baseline(contestants[-1], runtime, result)
+        check_on(candidate.session, runtime, request, check, reporter)
+        if check.passed:
+            time_all_shapes(profiler, shapes, contestants)
+    finally:
+        check.log_tail = result.log_tail = candidate.session.log_tail()
+        for session in profiler.sessions:
+            session.close()
+    decide(result, check, contestants)
+    return result
+
+
+def _start_baseline(who: Contestant, runtime: ReferenceRuntime, result: ProfileResult) -> None:
+    failure = who.session.start(runtime.problem.spec.timeouts.import_)
+    if failure:
+        who.failure = f"{failure.kind}: {failure.message}"
+        result.findings.append(Finding(code="baseline_failed", severity="warning",
+                                       message=f"the baseline could not be imported: {failure.message[:1500]}"))
+

@@ -1,0 +1,111 @@
+"""profile on a real GPU (skipped elsewhere): timing cheats that need a device, honest controls that must
+stay trusted, and figures only a GPU has (CUPTI kernel time, graph replay). Run these serially (-n 0):
+timing tests that share a GPU with other tests disturb each other."""
+import pytest
+import yaml
+
+from kernel_mcp.tools.profile import profile, settings_from
+
+from conftest import PROBLEMS, REPO
+
+pytestmark = pytest.mark.gpu
+CHEATS = REPO / "tests" / "timing_cheats"
+FAST = {"budget_s": 8.0}
+
+
+def _with_benchmarks(problem_copy, sizes):
+    folder = problem_copy("vector_add")
+    task = yaml.safe_load((folder / "task.yml").read_text())
+    task["benchmarks"] = [{"n": n, "itemsize": 4, "seed": 900 + i} for i, n in enumerate(sizes)]
+    (folder / "task.yml").write_text(yaml.safe_dump(task))
+    return folder
+
+
+def _run(candidate, problem=PROBLEMS / "vector_add", **settings):
+    return profile(problem, candidate, device="cuda", settings=settings_from(**{**FAST, **settings}))
+
+
+def test_triton_baseline_is_trusted_with_kernel_time():
+    result = _run(PROBLEMS / "vector_add" / "baseline.py")
+    assert result.passed and result.trusted, result.findings
+    assert 0.5 < result.speedup < 2.0  # a Triton add against torch's add
+    for shape in result.shapes:
+        assert shape.candidate.clock == "cuda events" and shape.candidate.kernel_ms
+        # CUPTI's busy time is at most the op time between the events
+        assert shape.candidate.kernel_ms <= shape.candidate.median_ms * 1.1 + 0.005
+        assert shape.floor_ms and shape.candidate.median_ms > shape.floor_ms
+
+
+@pytest.mark.parametrize("name", ["honest_joined_stream.py", "honest_cuda_graph.py"])
+def test_honest_controls_stay_trusted(name):
+    result = _run(CHEATS / name)
+    assert result.passed and result.trusted, (result.verdict, result.findings)
+
+
+def test_unjoined_side_stream_is_caught():
+    result = _run(CHEATS / "side_stream_unjoined.py")
+    assert not result.trusted and result.speedup is None
+    assert any(f.code == "escaped_work" for f in result.findings), result.findings
+
+
+def test_background_thread_launch_is_caught():
+    result = _run(CHEATS / "background_thread.py")
+    assert not (result.passed and result.trusted), (result.verdict, result.speedup)
+
+
+def test_patched_cuda_timers_change_nothing():
+    result = _run(CHEATS / "patch_cuda_timers.py")
+    assert not result.trusted and any(f.code == "timer_patched" for f in result.findings)
+    for shape in result.shapes:  # the same work as torch's add: a 1000x shrink would show here
+        assert shape.candidate.median_ms > 0.5 * shape.reference.median_ms
+
+
+def test_persisting_l2_window_earns_no_speedup(problem_copy):
+    folder = _with_benchmarks(problem_copy, [1 << 20, 1 << 21])  # 12 and 24 MB: fit in the set-aside
+    result = _run(CHEATS / "persisting_l2.py", problem=folder)
+    assert result.passed, result.verdict
+    assert not result.trusted or result.speedup < 1.3, (result.speedup, result.findings)
+
+
+def test_short_kernel_gets_a_graph_figure(problem_copy):
+    folder = _with_benchmarks(problem_copy, [4096])
+    result = _run(PROBLEMS / "vector_add" / "baseline.py", problem=folder)
+    assert result.passed, result.findings
+    shape = result.shapes[0]
+    assert shape.candidate.median_ms < 0.010 and shape.candidate.graph_ms is not None
+    assert shape.reference.graph_ms is not None
+
+
+ILLEGAL = '''
+import torch, triton, triton.language as tl
+
+@triton.jit
+def _bad(out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK) + (1 << 40)
+    tl.store(out_ptr + offs, 1.0)
+
+def custom_kernel(data):
+    a, b = data
+    out = torch.empty_like(a)
+    _bad[(4,)](out, BLOCK=128)
+    return out
+'''
+
+
+def test_illegal_memory_access_fails_and_next_profile_works(tmp_path):
+    bad = tmp_path / "illegal.py"
+    bad.write_text(ILLEGAL)
+    result = _run(bad)
+    assert not result.passed and not result.shapes
+    again = _run(PROBLEMS / "vector_add" / "baseline.py")
+    assert again.passed and again.trusted, again.findings
+
+
+def test_counters_come_from_ncu_and_witness_the_time():
+    result = profile(PROBLEMS / "vector_add", PROBLEMS / "vector_add" / "baseline.py", device="cuda",
+                     settings=settings_from(**FAST), counters=True)
+    report = result.counters
+    if report is None or not report.available:
+        pytest.skip(f"ncu not usable here: {report.message if report else 'no report'}")
+    assert report.kernels and report.kernels[0].duration_us > 0, report
+    assert result.trusted, result.findings

@@ -1,0 +1,108 @@
+"""profile on the CPU: the real judge and candidate processes, wall-clock timing, validation while timing,
+and the timing cheats that can be shown without a GPU (tests/test_gpu_profile.py has the rest)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kernel_mcp.results import UsageError
+from kernel_mcp.tools.profile import profile, settings_from
+
+from conftest import PROBLEMS, REPO
+
+CHEATS = REPO / "tests" / "timing_cheats"
+QUICK = {"shapes": "tests", "budget_s": 6.0, "min_samples": 6, "warmup": 1}
+HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
+
+
+@pytest.fixture
+def honest(tmp_path):
+    path = tmp_path / "honest.py"
+    path.write_text(HONEST)
+    return path
+
+
+def test_honest_candidate_with_baseline_is_timed_and_trusted(honest):
+    result = profile(PROBLEMS / "vector_add", honest, baseline=honest, device="cpu", settings=settings_from(**QUICK))
+    assert result.passed and result.trusted, result.findings
+    assert result.check.passed and len(result.shapes) == 4
+    for shape in result.shapes:
+        assert shape.credited and shape.candidate.clock == "cpu wall clock"
+        assert shape.candidate.samples >= 6 and shape.reference.samples >= 6
+        assert shape.candidate.ci_low_ms <= shape.candidate.median_ms <= shape.candidate.ci_high_ms
+        assert shape.speedup_ci[0] <= shape.speedup <= shape.speedup_ci[1]
+        assert shape.params["seed"] == "secret" and shape.flops is not None and shape.bytes is not None
+    assert result.speedup > 0 and result.speedup_vs_baseline > 0
+
+
+def test_patched_perf_counter_changes_nothing_and_is_named():
+    result = profile(PROBLEMS / "vector_add", CHEATS / "patch_perf_counter.py", device="cpu",
+                     settings=settings_from(**QUICK))
+    assert result.passed and not result.trusted and result.speedup is None
+    assert any(f.code == "timer_patched" and "time.perf_counter" in f.message for f in result.findings)
+    big = result.shapes[1]  # n=4099: the 1000x shrink would put it far below the reference
+    assert big.candidate.median_ms > 0.1 * big.reference.median_ms
+
+
+def test_wrong_output_while_timing_fails_the_candidate():
+    result = profile(PROBLEMS / "vector_add", CHEATS / "stale_after_check.py", device="cpu",
+                     settings=settings_from(**QUICK))
+    assert result.check.passed  # honest during the check...
+    assert not result.passed and result.verdict == "fail: mismatch while timing"  # ...caught while timed
+    assert any(f.code == "timing_failed" for f in result.findings)
+
+
+def test_failed_check_is_not_timed():
+    wrong = PROBLEMS / "vector_add" / "solutions" / "wrong"
+    candidate = sorted(wrong.glob("*.py"))[0]
+    result = profile(PROBLEMS / "vector_add", candidate, device="cpu", settings=settings_from(**QUICK))
+    assert not result.passed and not result.shapes and result.verdict.startswith("fail")
+    assert any(f.code == "check_failed" for f in result.findings)
+
+
+def test_bad_settings_and_device_are_usage_errors(honest):
+    with pytest.raises(UsageError, match="target_ci"):
+        settings_from(target_ci=2)
+    with pytest.raises(UsageError, match="shapes"):
+        settings_from(shapes="all")
+    with pytest.raises(UsageError, match="device"):
+        profile(PROBLEMS / "vector_add", honest, device="tpu")
+
+
+def test_cli_json_has_the_documented_fields(honest):
+    proc = subprocess.run([sys.executable, "-m", "kernel_mcp", "profile", str(PROBLEMS / "vector_add"), str(honest),
+                           "--device", "cpu", "--shapes", "tests", "--budget", "4", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    body = json.loads(proc.stdout)
+    assert proc.returncode == (0 if body["passed"] and body["trusted"] else 1), proc.stderr
+    assert {"passed", "trusted", "speedup", "shapes", "findings"} <= set(body)
+    shape = body["shapes"][0]
+    assert {"params", "candidate", "reference", "speedup", "speedup_ci"} <= set(shape)
+    assert {"median_ms", "ci_low_ms", "ci_high_ms", "samples"} <= set(shape["candidate"])
+
+
+def test_work_is_estimated_when_task_yml_has_no_flops_or_bytes(problem_copy, tmp_path):
+    import yaml
+    folder = problem_copy("matmul_fp32")
+    task = yaml.safe_load((folder / "task.yml").read_text())
+    for key in ("flops", "bytes", "unit"):
+        task["kernel_mcp"].pop(key, None)
+    task["tests"] = task["tests"][:2]
+    (folder / "task.yml").write_text(yaml.safe_dump(task))
+    candidate = tmp_path / "mm.py"
+    candidate.write_text("def custom_kernel(data):\n    a, b = data\n    return a @ b\n")
+    result = profile(folder, candidate, device="cpu", settings=settings_from(**{**QUICK, "budget_s": 3}))
+    assert result.passed, result.findings
+    shape = result.shapes[0]  # m = n = k = 128: torch's flop counter gives 2*m*n*k
+    assert shape.work_estimated and shape.flops == 2 * 128 ** 3
+    assert shape.bytes == 4 * 3 * 128 * 128  # two inputs and the output, float32
+
+
+def test_roofline_on_cpu_says_why_there_is_none(honest):
+    proc = subprocess.run([sys.executable, "-m", "kernel_mcp", "roofline", str(PROBLEMS / "vector_add"), str(honest),
+                           "--device", "cpu", "--shapes", "tests", "--budget", "2", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    body = json.loads(proc.stdout)
+    assert proc.returncode == 1 and not body["shapes"] and "ceilings" in body["message"]
+    assert body["profile"]["passed"]
