@@ -10,11 +10,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernel_mcp.render import print_check, print_profile, print_roofline
+from kernel_mcp.render import print_check, print_compile, print_profile, print_roofline
 from kernel_mcp.results import UsageError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Instruments for writing GPU kernels with AI agents: check, profile, roofline, calibrate.")
+                  help="Instruments for writing GPU kernels with AI agents: check, compile, profile, roofline, calibrate.")
 err = Console(stderr=True)
 
 
@@ -114,6 +114,20 @@ def roofline(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG, devic
     result = _emit(lambda progress: run(problem, candidate, device=device, png=png, on_progress=progress,
                                         settings=_settings(target_ci, budget, shapes)), print_roofline, as_json)
     raise typer.Exit(0 if result.profile.passed and result.shapes else 1)
+
+
+@app.command(name="compile")
+def compile_(candidate: Path = CANDIDATE_ARG,
+             problem: Optional[Path] = typer.Option(None, help="problem folder (default: the one the candidate is in)"),
+             target: Optional[list[str]] = typer.Option(None, help="sm_80, sm_90a, sm_100, gfx90a, gfx942, gfx950... "
+                                                        "(repeatable; default: this GPU, else a standard set)"),
+             asm: bool = typer.Option(False, help="add an assembly excerpt around each kernel's main loop"),
+             as_json: bool = JSON_OPT) -> None:
+    """Compile the candidate's kernels for NVIDIA/AMD targets: errors, registers, spills, shared memory, occupancy."""
+    from kernel_mcp.tools.compile import compile as run
+    result = _emit(lambda progress: run(candidate, problem=problem, targets=target, asm=asm, on_progress=progress),
+                   print_compile, as_json)
+    raise typer.Exit(0 if result.ok else 1)
 
 
 @app.command()

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from kernel_mcp.results import CheckResult, Finding, ProfileResult, RooflineResult, Timing
+from kernel_mcp.results import CheckResult, CompileResult, Finding, ProfileResult, RooflineResult, Timing
 
 
 def _findings(findings: list[Finding], console: Console) -> None:
@@ -78,3 +78,26 @@ def print_roofline(result: RooflineResult, console: Console) -> None:
     if result.png:
         console.print(f"chart: {result.png}")
     print_profile(result.profile, console)
+
+
+def print_compile(result: CompileResult, console: Console) -> None:
+    colour = "green" if result.ok else "red"
+    console.print(f"[bold {colour}]{'ok' if result.ok else 'failed'}[/]  {result.candidate} ({result.language}) for "
+                  f"{', '.join(result.targets)}{' (cached)' if result.cached else ''} ({result.seconds:.2f} s)")
+    table = Table("kernel", "target", "ok", "regs (VGPR/AGPR/SGPR)", "spill B", "shared B", "warps x stages",
+                  "occupancy", "instructions")
+    for b in result.builds:
+        regs = str(b.registers) if b.registers is not None else "/".join(str(x) for x in (b.vgprs, b.agprs, b.sgprs))
+        occ = f"{b.occupancy.percent:.0f}% ({b.occupancy.limited_by})" if b.occupancy else "-"
+        top = ", ".join(f"{k} {v}" for k, v in sorted(b.instructions.items(), key=lambda kv: -kv[1])[:5])
+        config = " ".join(f"{k}={v}" for k, v in b.constants.items())
+        table.add_row(f"{b.kernel} {config}".strip(), b.target, "[green]yes[/]" if b.ok else "[red]no[/]", regs, str(b.spill_bytes),
+                      str(b.shared_bytes), f"{b.num_warps} x {b.num_stages}" if b.num_warps else "-", occ, top)
+    if result.builds:
+        console.print(table)
+    for b in result.builds:
+        if not b.ok:
+            console.print(f"[red]{b.kernel} on {b.target}[/] {b.file}:{b.line}\n{b.error[:1500]}")
+        if b.asm:
+            console.print(f"[dim]{b.kernel} on {b.target}, main loop:[/]\n{b.asm}")
+    _findings(result.findings, console)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernel_mcp.counters import CounterReport
+from kernel_mcp.occupancy import Occupancy
 
 
 class UsageError(Exception):
@@ -178,3 +179,44 @@ class RooflineResult(BaseModel):
     png: str = ""
     message: str = ""  # why there is no roofline (no ceilings for this device, profile failed...)
     profile: ProfileResult
+
+
+class KernelBuild(BaseModel):
+    """One kernel compiled for one target: did it build, and what does it use."""
+
+    kernel: str  # the @triton.jit function's qualified name (or the CUDA/HIP kernel's name)
+    target: str  # e.g. "sm_90a", "gfx942"
+    ok: bool
+    error: str = ""
+    file: str = ""  # where the error is, in the candidate's own source
+    line: int = 0
+    num_warps: int | None = None
+    num_stages: int | None = None
+    threads_per_block: int | None = None
+    registers: int | None = None  # per thread (NVIDIA); AMD: see vgprs/agprs/sgprs
+    spill_bytes: int | None = None  # NVIDIA spill stores + loads; AMD scratch bytes per lane
+    shared_bytes: int | None = None  # shared memory / LDS per block, static + what Triton allocates
+    stack_bytes: int | None = None
+    vgprs: int | None = None
+    agprs: int | None = None
+    sgprs: int | None = None
+    occupancy: Occupancy | None = None  # static estimate from registers, shared memory and block size
+    instructions: dict[str, int] = Field(default_factory=dict)
+    asm: str = ""  # with asm=True: an excerpt around the main loop (SASS or AMDGCN)
+    signature: dict[str, str] = Field(default_factory=dict)  # Triton's specialization of the arguments
+    constants: dict[str, Any] = Field(default_factory=dict)  # constexpr values (an autotune config shows here)
+
+
+class CompileResult(BaseModel):
+    """``compile``: every kernel a candidate launches, for every requested target."""
+
+    ok: bool
+    candidate: str
+    language: str  # "triton" (CUDA C++ and HIP: later)
+    targets: list[str]
+    builds: list[KernelBuild] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    toolchain: dict[str, str] = Field(default_factory=dict)
+    cached: bool = False
+    seconds: float = 0.0
+    log_tail: str = ""

@@ -106,3 +106,25 @@ def test_roofline_on_cpu_says_why_there_is_none(honest):
     body = json.loads(proc.stdout)
     assert proc.returncode == 1 and not body["shapes"] and "ceilings" in body["message"]
     assert body["profile"]["passed"]
+
+
+# Cheats found by an adversarial review of the timing path (tests/timing_cheats/, each file says how it works)
+@pytest.mark.parametrize("name", ["forge_figures_in_snapshot.py", "lazy_subclass.py"])
+def test_output_subclass_cannot_run_code_after_the_clock(name):
+    result = profile(PROBLEMS / "vector_add", CHEATS / name, device="cpu", settings=settings_from(**QUICK))
+    assert not result.passed and "while timing" in result.verdict, (result.verdict, result.speedup)
+
+
+@pytest.mark.parametrize("name", ["figures_overflow_crash.py", "figures_graph_ms_hang.py"])
+def test_forged_figures_fail_the_candidate_not_the_judge(name):
+    result = profile(PROBLEMS / "vector_add", CHEATS / name, device="cpu", settings=settings_from(**QUICK))
+    assert result.verdict == "fail: forged while timing", result.findings
+    assert result.seconds < 120
+
+
+def test_double_forked_daemon_is_stopped_while_the_reference_is_timed(monkeypatch):
+    monkeypatch.setenv("KERNEL_MCP_PID_NAMESPACE", "0")  # the daemon escapes the host's tree to the judge
+    result = profile(PROBLEMS / "matmul_fp32", CHEATS / "double_fork_burner.py", device="cpu",
+                     settings=settings_from(**QUICK))
+    assert result.passed, result.findings
+    assert not (result.trusted and result.speedup > 2.0), result.speedup

@@ -138,9 +138,12 @@ def _time(conn: Connection, kernel: Callable, message: tuple, flusher: Any) -> A
         else:
             output, call = timing.timed_call(kernel, data, flusher)
             figures.update(op_ms=call.op_ms, tail_ms=call.tail_ms, wall_ms=call.wall_ms, issue_ms=call.issue_ms)
-        figures["patched"] = timing.patched_timers()
         snapshot = None if output is None else timing.snapshot(output)
         timing.synchronize(flusher.device)
+        figures["patched"] = timing.patched_timers()
+    except timing.NotPlain as exc:
+        conn.send(_error("output", exc))
+        return None
     except BaseException as exc:  # noqa: BLE001
         conn.send(_error("call", exc))
         return None

@@ -145,18 +145,18 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
     if reply.kind != "output":
         return CaseResult(**base, passed=False, failure=reply.kind, message=reply.message)
     received = _resolve_input_refs(reply.output, shared)
-    failure, message = _integrity(received, reference, rt.output_args, shared, pristine)
+    failure, message = output_integrity(received, reference, rt.output_args, shared, pristine)
     if failure:
         return CaseResult(**base, passed=False, failure=failure, message=message)
     output = tensors.clone(received)
-    comparisons = _compare(output, reference, rt, case.params)
+    comparisons = compare_output(output, reference, rt, case.params)
     if not all(c.ok for c in comparisons):
         worst = max(comparisons, key=lambda c: c.max_error_in_bounds)
         return CaseResult(**base, passed=False, failure="mismatch", comparisons=comparisons, message=(
             f"{worst.mismatches} of {worst.elements} elements outside the bound{' at ' + worst.leaf if worst.leaf else ''}"
             f" (max error {worst.max_error_in_bounds:.3g}x the bound; norm error {worst.norm_error:.3g}, "
             f"allowed {worst.norm_bound:.3g})"))
-    failure, message = _extra_checks(rt, pristine, output)
+    failure, message = extra_checks(rt, pristine, output)
     return CaseResult(**base, passed=not failure, failure=failure, message=message, comparisons=comparisons)
 
 
@@ -182,7 +182,7 @@ def _resolve_input_refs(output: Any, shared: Any) -> Any:
     return resolve(output)
 
 
-def _integrity(output: Any, reference: Reference, output_args: list[int], shared: Any, pristine: Any):
+def output_integrity(output: Any, reference: Reference, output_args: list[int], shared: Any, pristine: Any):
     """(failure code, message) if the output has the wrong form, or the inputs were touched/aliased."""
     # a reference that upcasts to float64 on its own (inputs in lower precision) does not fix the output
     # dtype; when an input is float64, float64 is what the task asks for
@@ -231,14 +231,14 @@ def _structure_error(got: Any, want: Any, path: str, loose_f64: bool) -> str:
     return "" if got == want else f"{path} is {got!r}, expected {want!r}"
 
 
-def _compare(output: Any, reference: Reference, rt: ReferenceRuntime, params: dict) -> list[Comparison]:
+def compare_output(output: Any, reference: Reference, rt: ReferenceRuntime, params: dict) -> list[Comparison]:
     k = rt.reduction_length(params)
     policy = rt.problem.spec.tolerance
     return [compare(got, exp, policy, k, leaf=path)
             for (path, got), (_, exp) in zip(tensors.leaves(output), reference.leaves)]
 
 
-def _extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any) -> tuple[str, str]:
+def extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any) -> tuple[str, str]:
     """The problem's own check_implementation and declared properties, in addition to the comparison."""
     if rt.check_implementation is not None:
         verdict = rt.check_implementation(tensors.clone(pristine), tensors.clone(output))
@@ -292,7 +292,7 @@ def _probe_degenerate(rt: ReferenceRuntime, reference: Reference, pristine: Any,
         fake = tensors.tree_map(lambda t: _trivial(kind, t, first), reference.structure)
         if any(t is None for t in tensors.leaves(fake)) or not tensors.leaves(fake):
             continue
-        if all(c.ok for c in _compare(fake, reference, rt, params)):
+        if all(c.ok for c in compare_output(fake, reference, rt, params)):
             passing.append(kind)
     if passing:
         result.problem_degenerate = True

@@ -13,8 +13,9 @@ Who measures what, and why it can be believed:
 """
 from __future__ import annotations
 
-import math
+import os
 import secrets
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +25,11 @@ import torch
 
 from kernel_mcp import stats, tensors
 from kernel_mcp.results import Finding, ProfileResult, ProfileSettings
-from kernel_mcp.worker import timing
+from kernel_mcp.worker import sandbox, timing
 from kernel_mcp.worker.check_run import (
-    _compare,
-    _integrity,
+    compare_output,
+    extra_checks,
+    output_integrity,
     check_on,
     open_session,
     prepare,
@@ -61,6 +63,25 @@ class Profiler:
         self.sessions: list[CandidateSession] = []
         self.solo_reference: dict[int, stats.Summary] = {}
         self.input_dtype = ""  # of the first floating-point input last generated (for the roofline)
+        self.stopped: list[int] = []
+        self.scheduling = _scheduling()  # the judge's CPU affinity and priority, to notice tampering
+
+    def guard_scheduling(self) -> None:
+        """A candidate that can see the judge (no PID namespace) could pin it to one busy CPU or lower its
+        priority to slow the reference down: restore both on every judge thread, and report it."""
+        now = _scheduling()
+        if now == self.scheduling:
+            return
+        affinity, nice = self.scheduling
+        for tid in (int(t) for t in os.listdir("/proc/self/task")):
+            try:
+                os.sched_setaffinity(tid, affinity)
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+            except OSError:
+                pass
+        self.result.findings.append(Finding(code="judge_tampered", message=(
+            f"the judge's CPU affinity or priority was changed from outside ({self.scheduling} -> {now}); "
+            "restored, but timings taken before may be wrong")))
 
     # --- one timed call per contestant -------------------------------------------------------------
     def fresh_input(self, params: dict) -> Any:
@@ -77,54 +98,62 @@ class Profiler:
             return self._sample_reference(who, data)
         pristine = tensors.clone(data)
         shared = self.rt.share_copy(pristine)
-        for other in self.sessions:
-            if other is not who.session:
-                other.pause()
+        self.pause_all_but(who.session)
         started = time.perf_counter()
-        reply = who.session.time(who.calls, shared, {"mode": mode, "cache_bytes": self.flusher.nbytes},
-                                 self.rt.problem.spec.timeouts.call)
-        wall_ms = (time.perf_counter() - started) * 1e3
-        for other in self.sessions:
-            other.resume()
+        try:
+            reply = who.session.time(who.calls, shared, {"mode": mode, "cache_bytes": self.flusher.nbytes},
+                                     self.rt.problem.spec.timeouts.call)
+        finally:
+            wall_ms = (time.perf_counter() - started) * 1e3
+            self.resume_all()
         who.calls += 1
         if reply.kind != "output":
             who.failure = f"{reply.kind}: {reply.message}"
             return None
         return self._judge_timed(who, reply, params, shared, pristine, wall_ms)
 
+    def pause_all_but(self, active: CandidateSession | None) -> None:
+        """SIGSTOP every process below the judge except the one being timed. Below the *judge*, not below
+        each candidate host: a daemon that double-forked re-parents to the judge (a subreaper) and would
+        escape a per-host stop, free to load the machine while the reference is timed."""
+        keep = set() if active is None else {active.proc.pid, *sandbox.descendants(active.proc.pid)}
+        self.stopped = sandbox.stop_descendants(os.getpid(), keep)
+
+    def resume_all(self) -> None:
+        sandbox.signal_tree(os.getpid(), signal.SIGCONT, include_self=False)
+
     def _sample_reference(self, who: Contestant, data: Any) -> float:
-        for session in self.sessions:
-            session.pause()
+        self.pause_all_but(None)
+        self.guard_scheduling()
         try:
             _, call = timing.timed_call(self.rt.ref_kernel, data, self.flusher)
         finally:
-            for session in self.sessions:
-                session.resume()
+            self.resume_all()
         if self.device.startswith("cuda"):
             who.issue_ms.append(call.issue_ms)
         return call.op_ms
 
     def _judge_timed(self, who: Contestant, reply, params: dict, shared: Any, pristine: Any,
                      wall_ms: float) -> float | None:
-        figures = reply.figures
-        who.patched.update(figures.get("patched", []))
-        if "graph_ms" in figures:
-            return None
+        figures = reply.figures  # keys and value ranges checked by the session (session.FIGURE_KEYS)
+        who.patched.update(figures["patched"])
         reference = self.rt.expected(pristine, params)
-        failure, message = _integrity(reply.output, reference, self.rt.output_args, shared, pristine)
-        if not failure and not all(c.ok for c in _compare(reply.output, reference, self.rt, params)):
+        failure, message = output_integrity(reply.output, reference, self.rt.output_args, shared, pristine)
+        if not failure and not all(c.ok for c in compare_output(reply.output, reference, self.rt, params)):
             failure, message = "mismatch", "an output produced while timing does not match the reference"
+        if not failure:  # the problem's own check_implementation and properties, as in check
+            failure, message = extra_checks(self.rt, pristine, reply.output)
         if failure:
             who.failure = f"{failure}: {message}"
             return None
-        op_ms = float(figures.get("op_ms", math.nan))
+        op_ms = float(figures["op_ms"])
         if not (0 < op_ms <= wall_ms + WALL_SLACK_MS):
             who.failure = (f"timer_inconsistent: it reported {op_ms:.4g} ms for a call the judge saw take "
                            f"{wall_ms:.4g} ms in all")
             return None
         if "busy_us" in figures:
             who.busy_us.append(float(figures["busy_us"]))
-        if "issue_ms" in figures and self.device.startswith("cuda"):
+        if self.device.startswith("cuda") and "issue_ms" in figures:
             who.issue_ms.append(float(figures["issue_ms"]))
         who.escaped += float(figures.get("tail_ms", 0.0)) > max(timing.ESCAPE_TAIL_MS,
                                                                 timing.ESCAPE_TAIL_FRACTION * op_ms)
@@ -147,12 +176,20 @@ class Profiler:
             for _ in range(s.warmup):
                 if not who.failure and time.monotonic() < deadline:
                     self.sample(who, params)
+        # the budget ends sampling, but not before every contestant has min_samples; a hard stop at twice
+        # the shape's budget (plus a minute) ends a contestant that never delivers usable samples
+        hard_stop = deadline + max(60.0, 2 * (deadline - time.monotonic()))
         while True:
             active = [w for w in contestants if not w.failure and len(w.samples) < s.max_samples
                       and not stats.converged(w.samples, s.target_ci, s.min_samples)]
-            # the budget ends sampling, but never before every contestant has min_samples
-            if not active or (time.monotonic() >= deadline
-                              and all(len(w.samples) >= s.min_samples for w in active)):
+            now = time.monotonic()
+            if not active or (now >= deadline and all(len(w.samples) >= s.min_samples for w in active)):
+                break
+            if now >= hard_stop:
+                for who in active:
+                    if len(who.samples) < s.min_samples:
+                        who.failure = (f"too_few_samples: {len(who.samples)} usable samples in {who.calls} calls "
+                                       "before the hard time limit")
                 break
             for who in active:
                 value = self.sample(who, params)
@@ -169,13 +206,12 @@ class Profiler:
         if who.session is not None:
             self.sample(who, params, mode="kernel")
             return
-        for session in self.sessions:
-            session.pause()
+        data = self.fresh_input(params)
+        self.pause_all_but(None)
         try:
-            _, _, busy_us, _ = timing.kernel_busy_us(self.rt.ref_kernel, self.fresh_input(params), self.flusher)
+            _, _, busy_us, _ = timing.kernel_busy_us(self.rt.ref_kernel, data, self.flusher)
         finally:
-            for session in self.sessions:
-                session.resume()
+            self.resume_all()
         who.busy_us.append(busy_us)
 
     def graph_figure(self, who: Contestant, params: dict) -> float | None:
@@ -188,6 +224,10 @@ class Profiler:
             return float(reply.figures["graph_ms"]) if reply.kind == "output" else None
         except Exception:  # noqa: BLE001  (capture is not possible for every kernel: then no figure)
             return None
+
+
+def _scheduling() -> tuple[set[int], int]:
+    return os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)
 
 
 def _ceilings(device: str) -> Any:

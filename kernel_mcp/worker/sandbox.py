@@ -184,10 +184,36 @@ def kill_tree(pid: int, include_self: bool = True) -> None:
         time.sleep(0.05)
 
 
-def signal_tree(pid: int, sig: int) -> None:
+def signal_tree(pid: int, sig: int, include_self: bool = True) -> None:
     """Send ``sig`` to ``pid`` and its descendants (SIGSTOP/SIGCONT to pause a candidate's processes)."""
-    for victim in [pid, *descendants(pid)]:
+    for victim in ([pid] if include_self else []) + descendants(pid):
         try:
             os.kill(victim, sig)
         except ProcessLookupError:
             pass
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "gone"
+    return stat[stat.rfind(")") + 2]
+
+
+def stop_descendants(root: int, keep: set[int], rounds: int = 20) -> list[int]:
+    """SIGSTOP every descendant of ``root`` not in ``keep`` until all of them show as stopped: a process
+    that forks between the scan and the signal is caught by the next round."""
+    stopped: list[int] = []
+    for _ in range(rounds):
+        running = [p for p in descendants(root) if p not in keep and _state(p) not in ("T", "t", "gone", "Z")]
+        if not running:
+            break
+        for pid in running:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.0005)
+    return stopped

@@ -5,6 +5,7 @@ turned into a ``Reply``; nothing it sends is trusted beyond "here is a tensor".
 """
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import secrets
@@ -53,10 +54,23 @@ def _shared_authkey() -> bytes:
     return _AUTHKEY[0]
 
 
-def _plain_figures(figures: Any) -> bool:
-    return isinstance(figures, dict) and all(
-        isinstance(k, str) and (isinstance(v, (int, float)) or (isinstance(v, list) and all(isinstance(x, str) for x in v)))
-        for k, v in figures.items())
+# the figures each kind of timing request must return, and nothing else
+FIGURE_KEYS = {"op": {"op_ms", "tail_ms", "wall_ms", "issue_ms", "patched"},
+               "kernel": {"op_ms", "busy_us", "activities", "patched"}, "graph": {"graph_ms", "patched"}}
+MAX_FIGURE = 1e12  # no figure (ms, us or a count) of one call comes near this
+
+
+def _plain_figures(figures: Any, mode: str) -> bool:
+    """Exactly the expected keys; finite numbers of sane size; ``patched`` a short list of short strings."""
+    if type(figures) is not dict or set(figures) != FIGURE_KEYS.get(mode):
+        return False
+    for key, value in figures.items():
+        if key == "patched":
+            if type(value) is not list or len(value) > 64 or any(type(v) is not str or len(v) > 200 for v in value):
+                return False
+        elif type(value) not in (int, float) or not math.isfinite(value) or abs(value) > MAX_FIGURE:
+            return False
+    return True
 
 
 def _describe_exit(code: int | None) -> str:
@@ -194,7 +208,8 @@ class CandidateSession:
         message = self._request(("time", call_id, data, options), timeout)
         if isinstance(message, Reply):
             return message
-        if len(message) == 4 and message[0] == "timed" and message[1] == call_id and _plain_figures(message[2]):
+        if len(message) == 4 and message[0] == "timed" and message[1] == call_id \
+                and _plain_figures(message[2], options["mode"]):
             return Reply("output", output=message[3], figures=message[2])
         return self._as_error(message, "call")
 
@@ -205,14 +220,6 @@ class CandidateSession:
         except (BrokenPipeError, ConnectionResetError, EOFError):
             return self._crashed()
         return self._receive(timeout)
-
-    def pause(self) -> None:
-        """Stop every process of the candidate (SIGSTOP) while something else is timed: an idle
-        candidate cannot slow the reference down from a background thread."""
-        sandbox.signal_tree(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        sandbox.signal_tree(self.proc.pid, signal.SIGCONT)
 
     @staticmethod
     def _as_error(message: tuple, stage: str) -> Reply:

@@ -137,12 +137,48 @@ def timed_call(fn: Callable[[Any], Any], data: Any, flusher: Flusher) -> tuple[A
                               wall_ms=(host_end - host_start) * 1e3, issue_ms=issue_ms)
 
 
+class NotPlain(TypeError):
+    """The output holds something other than plain tensors in plain containers."""
+
+
+def plain_output(node: Any) -> None:
+    """Refuse anything but exact torch.Tensor, tuple, list, dict and scalars, checked with type() only:
+    a tensor subclass or container could run candidate code during the snapshot, after the clock stopped
+    (a lazy computation, or an edit of the figures through the stack)."""
+    kind = type(node)
+    if kind is torch.Tensor or kind in (int, float, bool, str) or node is None:
+        return
+    if kind in (tuple, list):
+        for item in node:
+            plain_output(item)
+        return
+    if kind is dict:
+        for key, value in dict.items(node):
+            if type(key) not in (str, int):
+                raise NotPlain(f"output dict key of type {type(key).__name__}")
+            plain_output(value)
+        return
+    raise NotPlain(f"the output contains a {kind.__module__}.{kind.__qualname__}; return plain torch.Tensor "
+                   "objects in tuples, lists or dicts")
+
+
+def _copy_tree(node: Any) -> Any:
+    if type(node) is torch.Tensor:
+        return _clone(node.detach())
+    if type(node) in (tuple, list):
+        return type(node)(_copy_tree(item) for item in node)
+    if type(node) is dict:
+        return {key: _copy_tree(value) for key, value in dict.items(node)}
+    return node
+
+
 def snapshot(output: Any) -> Any:
     """A copy of every tensor in the output taken right after the device-wide sync: values written later
-    (by a thread or stream still running) are not in it, so a lazy output fails validation."""
-    from kernel_mcp import tensors
-    copied = tensors.tree_map(lambda t: _clone(t.detach()), output)
-    return copied
+    (by a thread or stream still running) are not in it, so a lazy output fails validation. The output
+    must be plain (plain_output), and the copy runs with __torch_function__ overrides disabled."""
+    plain_output(output)
+    with torch._C.DisableTorchFunction():
+        return _copy_tree(output)
 
 
 def kernel_busy_us(fn: Callable[[Any], Any], data: Any, flusher: Flusher) -> tuple[Any, float, float, int]:

@@ -1,0 +1,1 @@
+"""What differs per language and vendor: targets, compiling, resource usage and assembly statistics."""

@@ -1,0 +1,92 @@
+"""Triton candidates: record the launches of one call, compile them per target, describe the binaries."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernel_mcp import occupancy
+from kernel_mcp.backends import amd, nvidia
+from kernel_mcp.backends.targets import Target, parse, present
+from kernel_mcp.problem import Problem
+from kernel_mcp.results import CompileResult, Finding, KernelBuild
+from kernel_mcp.worker.steps import environment, run_step
+
+ASM_EXCERPT_CHARS = 6000
+
+
+def record(path: Path, prob: Problem, scratch: Path, result: CompileResult) -> list[dict]:
+    from kernel_mcp.worker.triton_record import MARKER
+    gpu = bool(present())
+    spec = {"candidate": str(path), "problem": str(prob.path), "device": "cuda" if gpu else "cpu"}
+    launches = run_step("kernel_mcp.worker.triton_record", spec, environment(scratch, not gpu), MARKER, result)
+    if launches == []:
+        result.findings.append(Finding(code="no_kernel", message=(
+            "custom_kernel launched no @triton.jit kernel on the problem's smallest test input")))
+    return launches or []
+
+
+def build(path: Path, prob: Problem, launches: list[dict], targets: list[Target], scratch: Path, asm: bool,
+           result: CompileResult) -> list[KernelBuild]:
+    from kernel_mcp.worker.triton_build import MARKER
+    spec = {"candidate": str(path), "problem_dirs": [str(prob.folder), str(prob.folder.parent)],
+            "launches": launches, "targets": [t.name for t in targets], "out_dir": str(scratch / "out")}
+    entries = run_step("kernel_mcp.worker.triton_build", spec, environment(scratch, False), MARKER, result) or []
+    return [describe(entry, asm) for entry in entries if isinstance(entry, dict)]
+
+
+def describe(entry: dict, asm: bool) -> KernelBuild:
+    """A KernelBuild from one build entry: resources read from its binaries, occupancy, instructions."""
+    build = KernelBuild(kernel=str(entry.get("kernel", "")), target=str(entry.get("target", "")),
+                        ok=bool(entry.get("ok")), error=str(entry.get("error", "")), file=str(entry.get("file", "")),
+                        line=int(entry.get("line") or 0), num_warps=entry.get("num_warps"),
+                        num_stages=entry.get("num_stages"), signature=entry.get("signature") or {},
+                        constants=entry.get("constants") or {})
+    if not build.ok:
+        return build
+    artifacts = {k: Path(v) for k, v in (entry.get("artifacts") or {}).items()}
+    build.threads_per_block = int(entry["num_warps"]) * int(entry["warp_size"])
+    build.shared_bytes = int(entry.get("shared") or 0)
+    if parse(build.target).vendor == "nvidia":
+        _nvidia_resources(build, artifacts, asm)
+    else:
+        _amd_resources(build, artifacts, asm)
+    return build
+
+
+def _nvidia_resources(build: KernelBuild, artifacts: dict[str, Path], asm: bool) -> None:
+    cubin, ptx = artifacts.get("cubin"), artifacts.get("ptx")
+    if cubin is None:
+        return
+    usage = nvidia.resource_usage(cubin)
+    build.registers, build.stack_bytes = usage.get("registers"), usage.get("stack_bytes")
+    build.shared_bytes = max(build.shared_bytes or 0, usage.get("static_shared_bytes", 0))
+    if ptx is not None:
+        arch = next((ln.split()[1] for ln in ptx.read_text().splitlines() if ln.startswith(".target")), "")
+        spilled = nvidia.spills(ptx, arch) if arch else {}
+        if spilled:
+            build.spill_bytes = spilled["spill_store_bytes"] + spilled["spill_load_bytes"]
+    text = nvidia.sass(cubin)
+    build.instructions = nvidia.instruction_counts(text)
+    if asm:
+        build.asm = nvidia.main_loop_excerpt(text)[:ASM_EXCERPT_CHARS]
+    if build.registers is not None:
+        build.occupancy = occupancy.nvidia(build.target, build.threads_per_block, build.registers,
+                                           build.shared_bytes or 0)
+
+
+def _amd_resources(build: KernelBuild, artifacts: dict[str, Path], asm: bool) -> None:
+    source = artifacts.get("amdgcn")
+    if source is None:
+        return
+    text = source.read_text(errors="replace")
+    usage = amd.resource_usage(text)
+    build.vgprs, build.agprs, build.sgprs = usage.get("vgprs"), usage.get("agprs"), usage.get("sgprs")
+    build.spill_bytes = usage.get("scratch_bytes")
+    build.shared_bytes = max(build.shared_bytes or 0, usage.get("lds_bytes", 0))
+    build.instructions = amd.instruction_counts(text)
+    if asm:
+        build.asm = amd.main_loop_excerpt(text)[:ASM_EXCERPT_CHARS]
+    if build.vgprs is not None:
+        build.occupancy = occupancy.amd(build.target, build.threads_per_block, build.vgprs, build.agprs or 0,
+                                        build.shared_bytes or 0)
+
+

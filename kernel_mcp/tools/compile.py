@@ -1,0 +1,136 @@
+"""compile: build every kernel a candidate launches for each target GPU, NVIDIA or AMD, on any machine.
+
+Triton (today): the launches of one ``custom_kernel`` call on the problem's smallest typical test are
+recorded (worker/triton_record.py; under Triton's interpreter when no GPU is present), then each kernel is
+compiled per target with Triton's own specialization (worker/triton_build.py). Both steps run candidate
+code, so both run as sandboxed subprocesses. Resources come from the binaries (backends/nvidia.py,
+backends/amd.py) and give a static occupancy (occupancy.py). Results are cached by content.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import kernel_mcp
+from kernel_mcp.backends import cpp, triton
+from kernel_mcp.backends.targets import DEFAULT_CROSS, Target, parse, present
+from kernel_mcp.problem import Problem, load_problem
+from kernel_mcp.results import CompileResult, Finding, UsageError
+from kernel_mcp.tools.check import resolve_candidate
+from kernel_mcp.worker.guard import guard_for
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KERNEL_MCP_CACHE", Path.home() / ".cache" / "kernel_mcp")) / "compile"
+
+
+def find_problem(candidate: Path) -> Problem:
+    """A candidate inside a problem folder (e.g. problems/x/solutions/correct/a.py) needs no --problem."""
+    for folder in candidate.parents:
+        if (folder / "task.yml").exists() and (folder / "reference.py").exists():
+            return load_problem(folder)
+    raise UsageError(f"{candidate} is not inside a problem folder: pass --problem DIR (its smallest test "
+                     "input is used to see which kernels the candidate launches)")
+
+
+def _toolchain() -> dict[str, str]:
+    versions = {"kernel_mcp": kernel_mcp.__version__ if hasattr(kernel_mcp, "__version__") else "dev"}
+    for package in ("triton",):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = "missing"
+    return versions
+
+
+def cache_key(candidate: Path, problem: Problem, targets: list[Target], asm: bool, toolchain: dict) -> str:
+    """Everything the answer depends on: the candidate and the .py files beside it (helpers it may import),
+    the problem's task and reference, the targets, and the toolchain's versions."""
+    digest = hashlib.sha256()
+    for path in [candidate, *sorted(p for p in candidate.parent.glob("*.py") if p != candidate),
+                 problem.path / "task.yml" if problem.kind == "gpumode" else problem.path, problem.reference_file]:
+        if path.is_file():
+            digest.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(json.dumps([[t.name for t in targets], asm, toolchain], sort_keys=True).encode())
+    return digest.hexdigest()[:40]
+
+
+def compile(candidate: str | Path, problem: str | Path | None = None, targets: list[str] | None = None,
+            asm: bool = False, on_progress=None) -> CompileResult:  # noqa: A001  (the instrument's name)
+    """Compile the candidate's kernels for each target (default: this machine's GPU, or a standard set of
+    NVIDIA and AMD targets when there is none). Raises UsageError for bad input."""
+    started = time.monotonic()
+    path = resolve_candidate(candidate)
+    language = _language(path)
+    prob = load_problem(problem) if problem else find_problem(path)
+    chosen, findings = _targets(targets)
+    toolchain = _toolchain()
+    key = cache_key(path, prob, chosen, asm, toolchain)
+    cached = _load_cached(key)
+    if cached is not None:
+        cached.cached, cached.seconds = True, round(time.monotonic() - started, 4)
+        return cached
+    say = on_progress or (lambda *_: None)
+    result = CompileResult(ok=False, candidate=str(path), language=language, targets=[t.name for t in chosen],
+                           findings=findings, toolchain=toolchain)
+    guard = guard_for(prob)
+    try:
+        with tempfile.TemporaryDirectory(prefix="kmcp-compile-") as scratch:
+            if language == "cuda":
+                say("capturing the CUDA sources and compiling them with nvcc", 0, 1)
+                result.builds = cpp.builds(path, prob, chosen, Path(scratch), asm, result)
+            else:
+                say("recording the kernels one call launches", 0, 2)
+                launches = triton.record(path, prob, Path(scratch), result)
+                if launches:
+                    say(f"compiling {len(launches)} kernel launch(es) for {len(chosen)} target(s)", 1, 2)
+                    result.builds = triton.build(path, prob, launches, chosen, Path(scratch), asm, result)
+    finally:
+        tampered = guard.restore()
+    if tampered:
+        result.findings.append(Finding(code="tampering", message="; ".join(tampered)))
+    result.ok = bool(result.builds) and all(b.ok for b in result.builds) and not tampered
+    result.seconds = round(time.monotonic() - started, 3)
+    if not tampered and result.builds:
+        _store(key, result)
+    return result
+
+
+def _targets(names: list[str] | None) -> tuple[list[Target], list[Finding]]:
+    if names:
+        return [parse(n) for n in dict.fromkeys(names)], []
+    here = present()
+    if here:
+        return here, []
+    return [parse(n) for n in DEFAULT_CROSS], [Finding(code="no_gpu", severity="info", message=(
+        f"no GPU on this machine: compiled for {', '.join(DEFAULT_CROSS)} (choose with --target)"))]
+
+
+def _language(path: Path) -> str:
+    text = path.read_text(errors="replace")
+    if "cpp_extension" in text or "load_inline" in text:
+        return "cuda"
+    if "triton" in text:
+        return "triton"
+    raise UsageError(f"{path}: no kernel found (compile looks for @triton.jit kernels the candidate launches, "
+                     "or CUDA/HIP C++ it passes to torch.utils.cpp_extension.load_inline / load)")
+
+
+def _load_cached(key: str) -> CompileResult | None:
+    try:
+        return CompileResult.model_validate_json((cache_dir() / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _store(key: str, result: CompileResult) -> None:
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f"{key}.{os.getpid()}.tmp"
+    tmp.write_text(result.model_dump_json())
+    tmp.replace(folder / f"{key}.json")  # atomic: a concurrent reader never sees half a file

@@ -1,0 +1,62 @@
+"""Capture the CUDA/HIP C++ a candidate hands to ``torch.utils.cpp_extension`` (load_inline, load), without
+building it: the builders are replaced by recorders before the candidate is imported, so this works with
+a CPU-only torch. Runs candidate code (its import), so it runs in its own process.
+Prints ``KERNEL_MCP_SOURCES <json>``. Usage: ``python -m kernel_mcp.worker.cpp_capture JSON``.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+MARKER = "KERNEL_MCP_SOURCES "
+
+
+class _Unbuilt:
+    """Stands in for the extension module: any function of it fails if called (nothing is run here)."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        def missing(*_: Any, **__: Any) -> None:
+            raise RuntimeError(f"{self._name}.{attr}: extension not built (compile only captures sources)")
+        return missing
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def install(captured: list[dict]) -> None:
+    from torch.utils import cpp_extension
+
+    def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cuda_cflags=None, **kwargs):
+        captured.append({"name": name, "kind": "inline", "cuda_sources": _as_list(cuda_sources),
+                         "cpp_sources": _as_list(cpp_sources), "extra_cuda_cflags": _as_list(extra_cuda_cflags),
+                         "hip": bool(kwargs.get("with_cuda") is False)})
+        return _Unbuilt(name)
+
+    def load(name, sources, extra_cuda_cflags=None, **kwargs):
+        files = [str(Path(s).resolve()) for s in _as_list(sources)]
+        captured.append({"name": name, "kind": "files", "files": [f for f in files if f.endswith((".cu", ".hip"))],
+                         "extra_cuda_cflags": _as_list(extra_cuda_cflags)})
+        return _Unbuilt(name)
+
+    cpp_extension.load_inline, cpp_extension.load = load_inline, load
+
+
+def main(spec: dict) -> None:
+    from kernel_mcp.worker.candidate_host import _import_candidate
+    captured: list[dict] = []
+    install(captured)
+    _import_candidate(Path(spec["candidate"]), spec["problem_dirs"])
+    sys.stdout.write(MARKER + json.dumps(captured) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))
