@@ -47,12 +47,14 @@ def instruction_counts(amdgcn: str) -> dict[str, int]:
 
 
 def main_loop_excerpt(amdgcn: str, limit_lines: int = 60) -> str:
-    """The lines before the first backward conditional branch (the main loop), else the kernel's start."""
-    lines = [ln for ln in amdgcn.splitlines() if ln.strip() and not ln.lstrip().startswith((";", "."))]
-    labels = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if ln.strip().endswith(":")}
-    for i, line in enumerate(lines):
-        branch = re.match(r"\s*s_cbranch_\w+\s+(\S+)", line)
-        if branch and labels.get(branch[1], i + 1) < i:
-            start = max(labels[branch[1]], i - limit_lines + 3)
-            return "\n".join(lines[start:i + 3])
-    return "\n".join(lines[:limit_lines])
+    """From the innermost loop's header (LLVM marks it "; =>This Inner Loop Header"), else the kernel's
+    start; instructions and block labels only, no directives or comment lines."""
+    lines = [ln for ln in amdgcn.splitlines() if ln.strip() and not re.match(r"\s*(;|\.(?!LBB))", ln)]
+    header = next((i for i, ln in enumerate(lines) if "Inner Loop Header" in ln), None)
+    if header is None:
+        return "\n".join(lines[:limit_lines])
+    # blocks of the loop laid out before its header say "in Loop: Header=BBx_y"
+    name = re.match(r"\s*\.L(\w+):", lines[header])
+    tag = f"Header={name[1]} " if name else "\0"
+    start = min([header] + [i for i, ln in enumerate(lines) if tag in ln + " "])
+    return "\n".join(lines[start:start + limit_lines])
