@@ -1,0 +1,82 @@
+"""snapshot, history, diff, restore, best, status: every attempt kept in git with its numbers
+(kernel_mcp/snapshots.py), and the stall signal over them (kernel_mcp/stall.py). Plain functions over a
+workspace root; paths are relative to it and must stay inside it."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernel_mcp import snapshots
+from kernel_mcp.results import CheckResult, CompileResult, ProfileResult, RooflineResult, UsageError
+from kernel_mcp.snapshots import Snapshot, SnapshotMeta, Store
+from kernel_mcp.stall import StallPolicy, StallStatus, assess
+
+
+def metrics(check: CheckResult | None = None, profile: ProfileResult | None = None,
+            roofline: RooflineResult | None = None, compile: CompileResult | None = None) -> dict[str, Any]:  # noqa: A002
+    """The numbers a snapshot keeps, from whichever results the evaluation produced."""
+    out: dict[str, Any] = {}
+    if check is not None:
+        out.update(passed=check.passed, verdict=check.verdict)
+    if profile is not None:
+        out.update(passed=profile.passed, trusted=profile.trusted, verdict=profile.verdict, speedup=profile.speedup,
+                   speedup_ci=profile.speedup_ci)
+    if roofline is not None:
+        percents = [p.percent_of_bound for s in roofline.shapes for p in s.points if p.who == "candidate"]
+        out["roofline_percent"] = max(percents) if percents else None
+    if compile is not None:
+        out["compile"] = [{"kernel": b.kernel, "target": b.target, "ok": b.ok, "registers": b.registers,
+                           "spill_bytes": b.spill_bytes, "shared_bytes": b.shared_bytes,
+                           "occupancy_percent": b.occupancy.percent if b.occupancy else None} for b in compile.builds]
+    return out
+
+
+def _relative(store: Store, path: str | Path) -> str:
+    full = (store.root / path).resolve()
+    if not full.is_relative_to(store.root):
+        raise UsageError(f"{path} is outside the workspace {store.root}")
+    return full.relative_to(store.root).as_posix()
+
+
+def snapshot(root: str | Path, problem: str, candidate: str | Path, files: list[str] | None = None,
+             author: str = "unknown", note: str = "", parent: str | None = None, **results: Any) -> Snapshot:
+    """Record the candidate (and any extra files, e.g. helpers it imports) with the given results
+    (check=, profile=, roofline=, compile=) as a new snapshot derived from ``parent``."""
+    store = Store(root)
+    name = _relative(store, candidate)
+    stored = [name] + [_relative(store, f) for f in files or [] if _relative(store, f) != name]
+    meta = SnapshotMeta(problem=problem, candidate=name, files=stored, author=author, note=note, **metrics(**results))
+    return store.save(meta, parent=parent)
+
+
+def history(root: str | Path, problem: str | None = None, passed_only: bool = False, author: str | None = None,
+            limit: int = 20) -> list[Snapshot]:
+    """The leaderboard, best first (passed and trusted, then speedup)."""
+    return snapshots.leaderboard(Store(root).all(), problem, passed_only, author)[:limit]
+
+
+def best(root: str | Path, problem: str | None = None) -> Snapshot | None:
+    return snapshots.best(Store(root).all(), problem)
+
+
+def diff(root: str | Path, a: str, b: str | None = None) -> str:
+    """Unified diff from snapshot ``a`` to ``b`` (default: to the best snapshot of a's problem)."""
+    store = Store(root)
+    first = store.get(a)
+    if b is None:
+        top = snapshots.best(store.all(), first.problem)
+        if top is None:
+            raise UsageError(f"no passed and trusted snapshot of {first.problem} to compare with")
+        return store.diff(first, top)
+    return store.diff(first, store.get(b))
+
+
+def restore(root: str | Path, snapshot_id: str, force: bool = False) -> list[str]:
+    """Write a snapshot's files into the working tree (refuses to overwrite unsaved changes unless forced)."""
+    store = Store(root)
+    return store.restore(store.get(snapshot_id), force=force)
+
+
+def status(root: str | Path, problem: str, policy: StallPolicy | None = None) -> StallStatus:
+    """The stall signal for one problem's search."""
+    return assess([s for s in Store(root).all() if s.problem == problem], policy)
