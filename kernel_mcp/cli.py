@@ -131,6 +131,15 @@ def compile_(candidate: Path = CANDIDATE_ARG,
 
 
 @app.command()
+def serve(root: Path = typer.Option(Path("."), help="workspace root: every path argument must stay inside it")) -> None:
+    """Run the MCP server on stdio (streamable HTTP: not yet)."""
+    if not root.is_dir():
+        _usage_error(UsageError(f"--root {root} is not a directory"))
+    from kernel_mcp.server import main as run
+    run(str(root))
+
+
+@app.command()
 def calibrate(as_json: bool = JSON_OPT) -> None:
     """Measure this GPU's copy bandwidth and matmul rates (random data) and cache them for the roofline."""
     from kernel_mcp.tools.calibrate import cache_file

@@ -1,0 +1,49 @@
+"""evaluate: compile -> check -> profile -> roofline -> snapshot in one call, the one agents use most."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from kernel_mcp.results import CompileResult, RooflineResult, UsageError
+from kernel_mcp.snapshots import Snapshot
+from kernel_mcp.tools import snapshot as snapshots
+from kernel_mcp.tools.compile import compile as compile_candidate
+from kernel_mcp.tools.profile import settings_from
+from kernel_mcp.tools.roofline import roofline
+
+
+class EvaluateResult(BaseModel):
+    verdict: str  # the profile's verdict, or "compile failed"
+    passed: bool
+    trusted: bool
+    speedup: float | None = None
+    compile: CompileResult | None = None
+    roofline: RooflineResult | None = None  # holds the profile, which holds the check
+    snapshot: Snapshot
+
+
+def evaluate(root: str | Path, problem: str | Path, candidate: str | Path, device: str = "auto",
+             budget_s: float = 60.0, author: str = "agent", note: str = "", parent: str | None = None,
+             on_progress=None) -> EvaluateResult:
+    """Every instrument on one candidate, and a snapshot of it with all the numbers. A compile error stops
+    before timing (and is snapshotted too: the history keeps failures)."""
+    root = Path(root).resolve()
+    problem_name = Path(problem).name
+    built = None
+    try:
+        built = compile_candidate(candidate, problem=problem, on_progress=on_progress)
+    except UsageError as exc:
+        if "no kernel found" not in str(exc):  # plain torch candidates have nothing to compile
+            raise
+    if built is not None and not built.ok:
+        snap = snapshots.snapshot(root, problem_name, candidate, author=author, note=note, parent=parent,
+                                  compile=built)
+        return EvaluateResult(verdict="compile failed", passed=False, trusted=False, compile=built, snapshot=snap)
+    roof = roofline(problem, candidate, device=device, settings=settings_from(budget_s=budget_s),
+                    on_progress=on_progress)
+    prof = roof.profile
+    snap = snapshots.snapshot(root, problem_name, candidate, author=author, note=note, parent=parent, compile=built,
+                              profile=prof, roofline=roof)
+    return EvaluateResult(verdict=prof.verdict, passed=prof.passed, trusted=prof.trusted, speedup=prof.speedup,
+                          compile=built, roofline=roof, snapshot=snap)
