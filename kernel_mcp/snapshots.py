@@ -56,13 +56,17 @@ class Snapshot(SnapshotMeta):
 class Store:
     """The snapshots of one workspace (a directory; made a git repository if it is not one)."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, create: bool = True):
+        """``create=False`` for readers: a folder without a repository then has no snapshots, and reading
+        the history must not turn the user's folder into a git repository."""
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise UsageError(f"workspace {root} is not a directory")
         try:
             self.repo = git.Repo(self.root)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            if not create:
+                raise UsageError(f"no snapshots yet: {self.root} is not a git repository") from None
             self.repo = git.Repo.init(self.root)
         self.top = Path(self.repo.working_tree_dir).resolve()
 

@@ -120,3 +120,12 @@ def test_tools_record_results_and_answer_over_the_history(workspace):
     assert tools.status(workspace, "vector_add").best_id == second.id
     with pytest.raises(UsageError, match="outside the workspace"):
         tools.snapshot(workspace, "vector_add", "/etc/passwd")
+
+
+def test_reading_never_creates_a_repository(tmp_path):
+    from kernel_mcp.tools import snapshot as tools
+    assert tools.history(tmp_path) == [] and tools.best(tmp_path) is None
+    assert tools.status(tmp_path, "p").evaluations == 0
+    with pytest.raises(UsageError, match="no snapshots yet"):
+        tools.restore(tmp_path, "abc")
+    assert not (tmp_path / ".git").exists()

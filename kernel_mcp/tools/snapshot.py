@@ -52,16 +52,26 @@ def snapshot(root: str | Path, problem: str, candidate: str | Path, files: list[
 def history(root: str | Path, problem: str | None = None, passed_only: bool = False, author: str | None = None,
             limit: int = 20) -> list[Snapshot]:
     """The leaderboard, best first (passed and trusted, then speedup)."""
-    return snapshots.leaderboard(Store(root).all(), problem, passed_only, author)[:limit]
+    return snapshots.leaderboard(_all(root), problem, passed_only, author)[:limit]
+
+
+def _all(root: str | Path) -> list[Snapshot]:
+    """Every snapshot; none (and no repository created) where the folder is not a repository."""
+    try:
+        return Store(root, create=False).all()
+    except UsageError:
+        if not Path(root).is_dir():
+            raise
+        return []
 
 
 def best(root: str | Path, problem: str | None = None) -> Snapshot | None:
-    return snapshots.best(Store(root).all(), problem)
+    return snapshots.best(_all(root), problem)
 
 
 def diff(root: str | Path, a: str, b: str | None = None) -> str:
     """Unified diff from snapshot ``a`` to ``b`` (default: to the best snapshot of a's problem)."""
-    store = Store(root)
+    store = Store(root, create=False)
     first = store.get(a)
     if b is None:
         top = snapshots.best(store.all(), first.problem)
@@ -73,10 +83,10 @@ def diff(root: str | Path, a: str, b: str | None = None) -> str:
 
 def restore(root: str | Path, snapshot_id: str, force: bool = False) -> list[str]:
     """Write a snapshot's files into the working tree (refuses to overwrite unsaved changes unless forced)."""
-    store = Store(root)
+    store = Store(root, create=False)
     return store.restore(store.get(snapshot_id), force=force)
 
 
 def status(root: str | Path, problem: str, policy: StallPolicy | None = None) -> StallStatus:
     """The stall signal for one problem's search."""
-    return assess([s for s in Store(root).all() if s.problem == problem], policy)
+    return assess([s for s in _all(root) if s.problem == problem], policy)
