@@ -106,13 +106,11 @@ def build_server(root: str | Path = ".") -> MCPServer:
         from kernel_mcp.tools.profile import settings_from
         prob, cand = space.path(problem), space.path(candidate)
         base = space.path(baseline) if baseline else None
-        settings = settings_from(budget_s=budget_s) if budget_s > 0 else None
-        if settings is None:
-            raise ToolError("budget_s must be positive (seconds of timing for all shapes together)")
 
         def work(progress):
             with gpu_lease():
-                return run(prob, cand, baseline=base, device=device, settings=settings, on_progress=progress)
+                return run(prob, cand, baseline=base, device=device, settings=settings_from(budget_s=budget_s),
+                           on_progress=progress)
         return await _run(ctx, work)
 
     @server.tool(annotations=READ_ONLY)

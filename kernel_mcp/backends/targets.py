@@ -1,6 +1,7 @@
 """Compile targets by name: NVIDIA sm_XX and AMD gfxXXX, and what Triton calls them (GPUTarget)."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from kernel_mcp.results import UsageError
@@ -38,12 +39,17 @@ def parse(name: str) -> Target:
 
 
 def present() -> list[Target]:
-    """The GPU of this machine as a target, or [] when there is none (imports torch)."""
+    """The GPU of this machine as a target, or [] when there is none (imports torch; looked up once)."""
+    return list(_present())
+
+
+@functools.cache
+def _present() -> tuple[Target, ...]:
     from kernel_mcp.devices import present_device
     device = present_device()
     if device is None:
-        return []
+        return ()
     if device.vendor == "amd":
-        return [parse(device.arch)] if device.arch in AMD else []
+        return (parse(device.arch),) if device.arch in AMD else ()
     name = device.arch + ("a" if device.arch in ("sm_90", "sm_100") else "")
-    return [parse(name)] if name in NVIDIA else []
+    return (parse(name),) if name in NVIDIA else ()

@@ -6,7 +6,7 @@ from pathlib import Path
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
 from kernel_mcp.worker.client import JudgeFailure, ProgressFn, run_judge
-from kernel_mcp.worker.guard import guard_for
+from kernel_mcp.worker.guard import guard_for, tampering_finding
 
 DEVICES = ("auto", "cpu", "cuda")
 HARNESS_MARGIN_S = 120  # judge start-up, reference computation and clean-up on top of the task's timeouts
@@ -53,6 +53,5 @@ def run_guarded(prob: Problem, path: Path, request: dict, on_progress: ProgressF
         result.verdict = "fail: tampering"
         if isinstance(result, ProfileResult):
             result.trusted = False
-        result.findings.append(Finding(code="tampering", message="the candidate changed files the harness "
-                                       "relies on: " + "; ".join(tampered)))
+        result.findings.append(tampering_finding(tampered))
     return result

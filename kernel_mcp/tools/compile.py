@@ -22,7 +22,7 @@ from kernel_mcp.backends.targets import DEFAULT_CROSS, Target, parse, present
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CompileResult, Finding, UsageError
 from kernel_mcp.tools.check import resolve_candidate
-from kernel_mcp.worker.guard import guard_for
+from kernel_mcp.worker.guard import guard_for, tampering_finding
 
 
 def cache_dir() -> Path:
@@ -93,7 +93,7 @@ def compile(candidate: str | Path, problem: str | Path | None = None, targets: l
     finally:
         tampered = guard.restore()
     if tampered:
-        result.findings.append(Finding(code="tampering", message="; ".join(tampered)))
+        result.findings.append(tampering_finding(tampered))
     result.ok = bool(result.builds) and all(b.ok for b in result.builds) and not tampered
     result.seconds = round(time.monotonic() - started, 3)
     if not tampered and result.builds:

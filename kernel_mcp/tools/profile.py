@@ -3,20 +3,18 @@ believed? Correctness first (a full check in the same run), then timing: worker/
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-import kernel_mcp
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import Finding, ProfileResult, ProfileSettings, UsageError
 from kernel_mcp.tools.check import DEVICES, resolve_candidate, run_guarded
 from kernel_mcp.worker import sandbox
 from kernel_mcp.worker.client import ProgressFn
-from kernel_mcp.worker.guard import guard_for
+from kernel_mcp.worker.guard import guard_for, tampering_finding
 
 
 def settings_from(**values: Any) -> ProfileSettings:
@@ -61,9 +59,7 @@ def add_counters(result: ProfileResult, prob, path: Path, shape: int = 0) -> Non
         return
     params = prob.benchmarks[shape] if result.settings.get("shapes") != "tests" else prob.tests[shape]
     spec = json.dumps({"problem": str(prob.path), "candidate": str(path), "params": params})
-    env = sandbox.allowlisted_env()
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(kernel_mcp.__file__).parent.parent),
-                                                      env.get("PYTHONPATH")]))
+    env = sandbox.harness_env()
     vendor = "amd" if "AMD" in result.device_name.upper() or "INSTINCT" in result.device_name.upper() else "nvidia"
     guard = guard_for(prob)
     report = run_counters([sys.executable, "-B", "-m", "kernel_mcp.worker.counter_target", spec], env,
@@ -73,7 +69,7 @@ def add_counters(result: ProfileResult, prob, path: Path, shape: int = 0) -> Non
     if tampered:
         result.passed = result.trusted = False
         result.verdict = "fail: tampering"
-        result.findings.append(Finding(code="tampering", message="; ".join(tampered)))
+        result.findings.append(tampering_finding(tampered))
     _witness(result, report)
 
 

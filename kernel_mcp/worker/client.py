@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import kernel_mcp
 from kernel_mcp.worker import channel, sandbox
 
 ProgressFn = Callable[[str, int, int], None]
@@ -30,17 +29,13 @@ JUDGE_BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
 
 
 def judge_sys_path() -> list[str]:
-    root = str(Path(kernel_mcp.__file__).resolve().parent.parent)
-    return [root] + [str(Path(p).resolve()) for p in sys.path if p and Path(p).is_dir()]
+    return [sandbox.PACKAGE_ROOT] + [str(Path(p).resolve()) for p in sys.path if p and Path(p).is_dir()]
 
 
 def judge_env() -> dict[str, str]:
-    env = sandbox.allowlisted_env()  # the judge needs no secrets either, and passes none on
-    root = str(Path(kernel_mcp.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # the guard treats new .pyc files as planted; the judge writes none
-    return env
+    # the judge needs no secrets either, and passes none on; it writes no .pyc (the guard treats new ones
+    # as planted)
+    return sandbox.harness_env(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
 
 
 def run_judge(request: dict, timeout: float, on_progress: ProgressFn | None = None) -> dict:

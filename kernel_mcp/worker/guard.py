@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import kernel_mcp
+from kernel_mcp.results import Finding
 
 IMPORTABLE = {".py", ".pyc", ".so", ".pth"}
 ALWAYS_DANGEROUS = {"task", "utils", "reference", "sitecustomize", "usercustomize", "kernel_mcp"}
@@ -112,6 +113,11 @@ class FileGuard:
             if planted:
                 changes.append(f"{path} appeared (moved to {_quarantine(path)})")
         return changes
+
+
+def tampering_finding(tampered: list[str]) -> Finding:
+    return Finding(code="tampering", message="the candidate changed files the harness relies on: "
+                   + "; ".join(tampered))
 
 
 def guard_for(problem) -> FileGuard:

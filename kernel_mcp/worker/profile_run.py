@@ -58,8 +58,9 @@ class Profiler:
     def __init__(self, runtime: ReferenceRuntime, settings: ProfileSettings, reporter, result: ProfileResult):
         self.rt, self.settings, self.reporter, self.result = runtime, settings, reporter, result
         self.device = runtime.device
-        self.ceilings = _ceilings(self.device)
-        self.flusher = timing.Flusher(self.device, _cache_bytes(self.device))
+        found = _present_device(self.device)
+        self.ceilings = found.ceilings if found else None
+        self.flusher = timing.Flusher(self.device, _cache_bytes(self.device, found))
         self.sessions: list[CandidateSession] = []
         self.solo_reference: dict[int, stats.Summary] = {}
         self.input_dtype = ""  # of the first floating-point input last generated (for the roofline)
@@ -230,20 +231,18 @@ def _scheduling() -> tuple[set[int], int]:
     return os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)
 
 
-def _ceilings(device: str) -> Any:
+def _present_device(device: str) -> Any:
+    """devices.PresentDevice for a GPU run (None on the CPU, or for a GPU torch cannot describe)."""
     if not device.startswith("cuda"):
         return None
     from kernel_mcp.devices import present_device
-    found = present_device()
-    return found.ceilings if found else None
+    return present_device()
 
 
-def _cache_bytes(device: str) -> int:
+def _cache_bytes(device: str, found: Any) -> int:
     """L2 plus any last-level cache behind it (AMD Infinity Cache); 0 on the CPU (a fixed buffer)."""
     if not device.startswith("cuda"):
         return 0
-    from kernel_mcp.devices import present_device
-    found = present_device()
     l2 = found.l2_bytes if found and found.l2_bytes else 64 << 20
     llc = found.ceilings.llc_bytes if found and found.ceilings else 0
     return l2 + llc

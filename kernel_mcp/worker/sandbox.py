@@ -27,6 +27,17 @@ _ENV_PREFIXES = ("KERNEL_MCP_", "LC_", "CUDA_", "NVIDIA_", "HIP_", "ROCM_", "HSA
 _SECRET_WORDS = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds kernel_mcp/
+
+
+def harness_env(**extra: str) -> dict[str, str]:
+    """An allowlisted environment in which a child process imports this kernel_mcp first, plus ``extra``."""
+    env = allowlisted_env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
 def allowlisted_env(source: dict[str, str] | None = None) -> dict[str, str]:
     """The environment untrusted code may see: an allowlist, minus anything that looks like a secret."""
     env = dict(os.environ if source is None else source)

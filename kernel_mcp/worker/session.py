@@ -23,7 +23,6 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-import kernel_mcp
 from kernel_mcp.worker import channel, sandbox
 
 # Candidates run as PID 1 of their own PID (and mount) namespace where the OS allows it; setting
@@ -108,11 +107,9 @@ class CandidateSession:
         self.conn.send(extra_init)
 
     def _environment(self) -> dict[str, str]:
-        env = sandbox.allowlisted_env()
-        package_root = str(Path(kernel_mcp.__file__).resolve().parent.parent)
-        env.update(HOME=str(self.scratch), TMPDIR=str(self.scratch / "tmp"), PYTHONDONTWRITEBYTECODE="1",
-                   PYTHONPATH=os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")])),
-                   PYTHONUNBUFFERED="1", **{sandbox.RUN_TOKEN_VAR: self.run_token})
+        env = sandbox.harness_env(HOME=str(self.scratch), TMPDIR=str(self.scratch / "tmp"),
+                                  PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
+                                  **{sandbox.RUN_TOKEN_VAR: self.run_token})
         env.setdefault("TRITON_CACHE_DIR", str(CANDIDATE_TRITON_CACHE))  # apart from the judge's own cache
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU through the interpreter

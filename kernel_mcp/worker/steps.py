@@ -3,12 +3,10 @@ reading its one result line back. The candidate sees an allowlisted environment 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import kernel_mcp
 from kernel_mcp.results import CompileResult, Finding
 from kernel_mcp.worker import sandbox
 
@@ -16,10 +14,8 @@ STEP_TIMEOUT_S = 300
 
 
 def environment(scratch: Path, interpret: bool) -> dict[str, str]:
-    env = sandbox.allowlisted_env()
-    root = str(Path(kernel_mcp.__file__).resolve().parent.parent)
-    env.update(PYTHONPATH=os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")])), HOME=str(scratch),
-               TMPDIR=str(scratch), PYTHONDONTWRITEBYTECODE="1", TRITON_CACHE_DIR=str(scratch / "triton"))
+    env = sandbox.harness_env(HOME=str(scratch), TMPDIR=str(scratch), PYTHONDONTWRITEBYTECODE="1",
+                              TRITON_CACHE_DIR=str(scratch / "triton"))
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton's current default, stated to silence its warning
     if interpret:
         env["TRITON_INTERPRET"] = "1"
