@@ -1,6 +1,8 @@
 """Timing benchmarks for BENCHMARKS.md (issue 3). Run on the GPU machine from the repo root:
 
-    python bench/timing_bench.py OUT_DIR [--parts repeat,fidelity,cost,roof]
+    python bench/timing_bench.py OUT_DIR [--parts repeat,fidelity,cost,roof [LIST]]
+
+LIST (comma-separated) replaces a part's default problems (repeat, cost) or vector sizes (fidelity).
 
 repeat    5 independent `profile` runs of the same kernels: max/min of their medians (goal <= 1.02)
 fidelity  our op-time median and CUPTI kernel time vs Nsight Compute's gpu__time_duration, vector_add at
@@ -27,13 +29,24 @@ from kernel_mcp import stats  # noqa: E402
 from kernel_mcp.tools.profile import profile, settings_from  # noqa: E402
 
 
+def _listed(default: list) -> list:
+    """argv[4], comma-separated, overrides a part's default list (problems, or sizes for fidelity)."""
+    if len(sys.argv) <= 4:
+        return default
+    return [type(default[0])(item) for item in sys.argv[4].split(",")]
+
+
+def _problems() -> list[Path]:
+    return sorted(p for p in PROBLEMS.iterdir() if (p / "task.yml").exists())
+
+
 def _baseline(name: str) -> tuple[Path, Path]:
     return PROBLEMS / name, PROBLEMS / name / "baseline.py"
 
 
 def part_repeat(out: Path) -> list[dict]:
     rows = []
-    for name in sys.argv[4].split(",") if len(sys.argv) > 4 else ("vector_add", "matmul_bf16"):
+    for name in _listed(["vector_add", "matmul_bf16"]):
         medians: dict[int, list[float]] = {}
         for _ in range(5):
             result = profile(*_baseline(name), device="cuda", settings=settings_from(budget_s=10))
@@ -58,21 +71,25 @@ def _vector_add_sized(tmp: Path, n: int) -> Path:
 
 
 def part_fidelity(out: Path) -> list[dict]:
+    """Each size is profiled once per flush mode (read, write), side by side, each with its ncu run."""
+    import os
     rows = []
-    for n in (1 << 16, 1 << 20, 1 << 22, 1 << 24, 1 << 26):
+    for n, mode in [(n, mode) for n in _listed([1 << 16, 1 << 20, 1 << 22, 1 << 24, 1 << 26]) for mode in ("read", "write")]:
         folder = _vector_add_sized(out / "problems", n)
+        os.environ["KERNEL_MCP_FLUSH"] = mode  # inherited by the judge and candidate processes
         result = profile(folder, PROBLEMS / "vector_add" / "baseline.py", device="cuda",
-                         settings=settings_from(budget_s=8), counters=True)
+                         settings=settings_from(budget_s=6), counters=True)
         shape = result.shapes[0] if result.shapes else None
         ncu = sum(k.duration_us or 0 for k in result.counters.kernels) if result.counters else 0
-        row = {"n": n, "op_us": shape.candidate.median_ms * 1e3 if shape else None,
+        row = {"n": n, "flush": mode, "op_us": shape.candidate.median_ms * 1e3 if shape else None,
                "kernel_us": (shape.candidate.kernel_ms or 0) * 1e3 if shape else None, "ncu_us": ncu,
                "counters": result.counters.message[:200] if result.counters else ""}
         if ncu and shape:
             row["op_vs_ncu"] = row["op_us"] / ncu
             row["kernel_vs_ncu"] = row["kernel_us"] / ncu
         rows.append(row)
-    _table(rows, ["n", "op_us", "kernel_us", "ncu_us", "op_vs_ncu", "kernel_vs_ncu"])
+    os.environ.pop("KERNEL_MCP_FLUSH", None)
+    _table(rows, ["n", "flush", "op_us", "kernel_us", "ncu_us", "op_vs_ncu", "kernel_vs_ncu"])
     return rows
 
 
@@ -107,9 +124,9 @@ def fixed_protocol_ms(problem: Path, candidate: Path, params: dict, calls: int =
 def part_cost(out: Path) -> list[dict]:
     from kernel_mcp.problem import load_problem
     rows = []
-    for folder in sorted(p for p in PROBLEMS.iterdir() if (p / "task.yml").exists()):
+    for folder in [PROBLEMS / name for name in _listed([p.name for p in _problems()])]:
         started = time.perf_counter()
-        result = profile(folder, folder / "baseline.py", device="cuda", settings=settings_from(budget_s=40))
+        result = profile(folder, folder / "baseline.py", device="cuda", settings=settings_from(budget_s=20))
         ours_s = time.perf_counter() - started
         params = load_problem(folder).benchmarks[0]
         fixed = [fixed_protocol_ms(folder, folder / "baseline.py", params) for _ in range(5)]
@@ -118,7 +135,7 @@ def part_cost(out: Path) -> list[dict]:
         rows.append({"problem": folder.name, "profile_wall_s": round(ours_s, 1),
                      "profile_timing_s": round(result.seconds, 1),
                      "samples_shape0": shape.candidate.samples if shape else None,
-                     "ci_shape0": round(shape.candidate.rel_ci_half_width, 4) if shape else None,
+                     "ci_shape0": shape.candidate.rel_ci_half_width if shape else None,
                      "median_us_shape0": round(shape.candidate.median_ms * 1e3, 2) if shape else None,
                      "fixed_wall_s": round(stats.median([w for _, w in fixed]), 2),
                      "fixed_median_us": round(stats.median(medians) * 1e3, 2),
@@ -134,7 +151,7 @@ def part_roof(out: Path) -> list[dict]:
     cal = calibrate()
     rows = [{"problem": "calibration", "copy_TBps": cal.copy_bytes_per_s / 1e12,
              **{k: v / 1e12 for k, v in cal.matmul_flops_per_s.items()}}]
-    for folder in sorted(p for p in PROBLEMS.iterdir() if (p / "task.yml").exists()):
+    for folder in _problems():
         prof = profile(folder, folder / "baseline.py", device="cuda", settings=settings_from(budget_s=10))
         roof = roofline_from(prof, load_problem(folder).spec.unit, png=out / f"roofline_{folder.name}.png")
         for i, shape in enumerate(roof.shapes):

@@ -32,7 +32,7 @@ def print_check(result: CheckResult, console: Console) -> None:
 def _us(t: Timing | None) -> str:
     if t is None:
         return "-"
-    ci = f"+-{t.rel_ci_half_width * 100:.1f}%" if t.rel_ci_half_width < float("inf") else "CI n/a"
+    ci = f"+-{t.rel_ci_half_width * 100:.1f}%" if t.rel_ci_half_width is not None else "CI n/a"
     return f"{t.median_ms * 1e3:.2f} us {ci} (n={t.samples})"
 
 

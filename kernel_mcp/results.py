@@ -96,7 +96,7 @@ class Timing(BaseModel):
     ci_low_ms: float
     ci_high_ms: float
     samples: int
-    rel_ci_half_width: float  # 0.01 = the median is known to +-1%
+    rel_ci_half_width: float | None  # 0.01 = the median is known to +-1%; None: too few samples for a CI
     host_ms: float | None = None  # median host time to issue the call (GPU): above median_ms = CPU-bound
     kernel_ms: float | None = None  # device busy time of its kernels (CUPTI), median of a few calls
     graph_ms: float | None = None  # short kernels: one call captured in a CUDA graph, replayed (warm L2)

@@ -20,18 +20,51 @@ def test_load_inline_candidate_compiles_loads_and_passes_check():
     assert result.passed, (result.verdict, result.findings)
 
 
-def test_triton_registers_match_the_driver(tmp_path, monkeypatch):
+def _compiled_kernels(jit_function):
+    """The kernels Triton compiled and loaded for a JITFunction (its per-device caches hold them)."""
+    for entry in jit_function.device_caches.values():
+        for part in entry if isinstance(entry, tuple) else (entry,):
+            if isinstance(part, dict):
+                yield from (k for k in part.values() if hasattr(k, "n_regs"))
+
+
+def _driver_figures(kernel, threads: int) -> tuple[int, int, int, int]:
+    """(registers, spills, dynamic + static shared bytes, resident blocks per SM) as the CUDA driver
+    reports them for a loaded Triton kernel (cuFuncGetAttribute, cuOccupancyMaxActiveBlocksPerMultiprocessor)."""
+    import ctypes
+    cuda = ctypes.CDLL("libcuda.so.1")
+    static, blocks = ctypes.c_int(), ctypes.c_int()
+    func = ctypes.c_void_p(kernel.function)
+    assert cuda.cuFuncGetAttribute(ctypes.byref(static), 1, func) == 0  # CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+    assert cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(blocks), func, threads,
+                                                            ctypes.c_size_t(kernel.metadata.shared)) == 0
+    return kernel.n_regs, kernel.n_spills, kernel.metadata.shared + static.value, blocks.value
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PROBLEMS.iterdir() if (p / "baseline.py").exists()))
+def test_triton_resources_match_the_driver(name, tmp_path, monkeypatch):
+    """Registers, spills and shared memory from compile (for the present GPU, on the smallest test input)
+    equal what the driver reports for the kernels the baseline really launched on that input."""
     import torch
+    from kernel_mcp.problem import load_problem
+    from kernel_mcp.worker.reference_runtime import ReferenceRuntime
+    from kernel_mcp.worker.triton_record import smallest_test
     monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path))
-    baseline = PROBLEMS / "vector_add" / "baseline.py"
-    build = compile(baseline).builds[0]  # the present GPU; smallest typical test: n=1024, float32
-    spec = importlib.util.spec_from_file_location("vector_add_baseline", baseline)
+    problem, baseline = PROBLEMS / name, PROBLEMS / name / "baseline.py"
+    builds = compile(baseline, problem=problem).builds
+    spec = importlib.util.spec_from_file_location(f"{name}_baseline", baseline)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
-    out = torch.empty_like(a)
-    loaded = module._add_kernel[(1,)](a, b, out, 1024, BLOCK=module.BLOCK)
+    loaded_problem = load_problem(problem)
+    module.custom_kernel(ReferenceRuntime(loaded_problem, "cuda").generate(smallest_test(loaded_problem.tests)))
     torch.cuda.synchronize()
-    assert loaded.n_regs == build.registers, (loaded.n_regs, build)
-    assert (loaded.n_spills == 0) == (not build.spill_bytes)
-    assert loaded.metadata.shared == build.shared_bytes or build.shared_bytes >= loaded.metadata.shared
+    assert builds
+    for build in builds:
+        fn = getattr(module, build.kernel)
+        while not hasattr(fn, "device_caches") and hasattr(fn, "fn"):
+            fn = fn.fn
+        driver = [_driver_figures(k, build.threads_per_block) for k in _compiled_kernels(fn)]
+        ours = (build.registers, build.spill_bytes, build.shared_bytes, build.occupancy.resident_blocks)
+        print(name, build.kernel, "compile:", ours, "driver:", driver)
+        assert (ours[0], bool(ours[1]), ours[2]) in [(regs, bool(spills), shared) for regs, spills, shared, _ in driver]
+        assert ours[3] in [blocks for *_, blocks in driver], "occupancy estimate differs from the driver's"

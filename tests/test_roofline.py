@@ -86,6 +86,7 @@ def test_calibration_cache_round_trip(tmp_path, monkeypatch):
     assert calibrate.load_cached("GPU A") is None
 
 
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
 def test_calibrate_without_gpu_is_a_usage_error():
     from kernel_mcp.results import UsageError
     with pytest.raises(UsageError, match="GPU"):

@@ -111,7 +111,8 @@ def test_evaluate_checks_times_and_snapshots(workspace):
 def test_stdio_session_lists_tools(workspace):
     async def run():
         params = StdioServerParameters(command=sys.executable, args=["-m", "kernel_mcp", "serve", "--root", str(workspace)],
-                                       cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)})
+                                       cwd=str(REPO), env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                           filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
         async with Client(params) as client:
             return {t.name for t in (await client.list_tools()).tools}
     assert asyncio.run(run()) == TOOLS

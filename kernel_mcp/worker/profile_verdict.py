@@ -1,6 +1,7 @@
 """From samples to figures and a verdict: per-shape timings, speedups, integrity findings, the geomean."""
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ def summarize_timing(who: Contestant, clock: str) -> Timing | None:
         return None
     s = stats.summarize(who.samples)
     return Timing(clock=clock, median_ms=s.median, ci_low_ms=s.lo, ci_high_ms=s.hi, samples=s.n,
-                  rel_ci_half_width=s.rel_half_width,
+                  rel_ci_half_width=s.rel_half_width if math.isfinite(s.rel_half_width) else None,
                   host_ms=stats.median(who.issue_ms) if who.issue_ms else None,
                   kernel_ms=stats.median(who.busy_us) / 1e3 if who.busy_us else None)
 
@@ -170,7 +171,8 @@ def overall(result: ProfileResult) -> None:
         vs_base = [s.speedup_vs_baseline for s in credited if s.speedup_vs_baseline]
         if len(vs_base) == len(credited):
             result.speedup_vs_baseline = stats.geometric_mean(vs_base)
-    converged = all(s.candidate and s.candidate.rel_ci_half_width <= result.settings.get("target_ci", 0.01)
+    converged = all(s.candidate and s.candidate.rel_ci_half_width is not None
+                    and s.candidate.rel_ci_half_width <= result.settings.get("target_ci", 0.01)
                     for s in result.shapes)
     result.verdict = "pass" if result.trusted else "pass (timing not trusted)"
     if result.trusted and not converged and not any(f.code == "not_converged" for f in result.findings):

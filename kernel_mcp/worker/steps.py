@@ -17,6 +17,9 @@ def environment(scratch: Path, interpret: bool) -> dict[str, str]:
     env = sandbox.harness_env(HOME=str(scratch), TMPDIR=str(scratch), PYTHONDONTWRITEBYTECODE="1",
                               TRITON_CACHE_DIR=str(scratch / "triton"))
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton's current default, stated to silence its warning
+    # set or cleared, never inherited: under the interpreter @triton.jit gives no compilable JITFunction,
+    # so a build step that inherited the caller's TRITON_INTERPRET=1 would find no kernel to compile
+    env.pop("TRITON_INTERPRET", None)
     if interpret:
         env["TRITON_INTERPRET"] = "1"
     return env
