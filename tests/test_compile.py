@@ -167,3 +167,12 @@ def test_every_autotune_config_is_compiled(tmp_path):
     assert result.ok, (result.findings, result.log_tail)
     configs = sorted((b.constants["BLOCK"], b.num_warps) for b in result.builds)
     assert configs == [(256, 2), (1024, 4)]
+
+
+def test_a_caller_running_under_the_triton_interpreter_still_compiles(tmp_path, monkeypatch):
+    """A server started with TRITON_INTERPRET=1 once passed it to the build step, where @triton.jit then
+    gave no compilable kernel; build steps set or clear the variable themselves."""
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    result = compile(PROBLEMS / "vector_add" / "baseline.py", targets=["sm_90a"])
+    assert result.ok, [b.error for b in result.builds]

@@ -128,3 +128,14 @@ def test_double_forked_daemon_is_stopped_while_the_reference_is_timed(monkeypatc
                      settings=settings_from(**QUICK))
     assert result.passed, result.findings
     assert not (result.trusted and result.speedup > 2.0), result.speedup
+
+
+def test_flush_mode_is_read_unless_asked_and_a_bad_value_is_refused(monkeypatch):
+    from kernel_mcp.worker import timing
+    monkeypatch.delenv("KERNEL_MCP_FLUSH", raising=False)
+    assert timing.flush_mode() == "read"
+    monkeypatch.setenv("KERNEL_MCP_FLUSH", "write")
+    assert timing.flush_mode() == "write"
+    monkeypatch.setenv("KERNEL_MCP_FLUSH", "sideways")
+    with pytest.raises(ValueError, match="read, write"):
+        timing.flush_mode()

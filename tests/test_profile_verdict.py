@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 from kernel_mcp import devices
-from kernel_mcp.results import Finding, ProfileResult, ProfileSettings
+from kernel_mcp.results import Finding, ProfileResult, ProfileSettings, ShapeProfile
 from kernel_mcp.worker.profile_run import Contestant
 from kernel_mcp.worker.profile_verdict import _shape_result, decide, overall
 
@@ -93,3 +93,15 @@ def test_a_failed_candidate_is_not_a_pass():
     contestants[1].failure = "mismatch: an output produced while timing does not match the reference"
     decide(prof.result, SimpleNamespace(passed=True, verdict="pass"), contestants)
     assert not prof.result.passed and prof.result.verdict == "fail: mismatch while timing"
+
+
+def test_too_few_samples_give_no_ci_and_a_result_valid_against_its_schema():
+    """One sample has no CI. JSON cannot hold inf (it becomes null), and an MCP client validating against
+    the output schema rejected such a result, so the field is None and typed as optional."""
+    import jsonschema
+    from kernel_mcp.worker.profile_verdict import summarize_timing
+    timing = summarize_timing(Contestant(role="candidate", samples=[0.5]), "cuda events")
+    assert timing.rel_ci_half_width is None
+    result = ProfileResult(passed=True, trusted=True, verdict="pass", problem="p", candidate="c")
+    result.shapes = [ShapeProfile(params={"n": 1}, candidate=timing)]
+    jsonschema.validate(result.model_dump(mode="json"), ProfileResult.model_json_schema(mode="serialization"))
