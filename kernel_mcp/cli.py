@@ -143,11 +143,12 @@ def serve(root: Path = typer.Option(Path("."), help="workspace root: every path 
 def install(client: str = typer.Argument(..., help="claude-code | codex | cursor"),
             scope: str = typer.Option("project", help="project (files in --root) | user (files in your home)"),
             root: Optional[Path] = typer.Option(None, help="workspace the server serves (default: current folder)"),
+            home: Optional[Path] = typer.Option(None, help="use this folder instead of your home (user scope)"),
             as_json: bool = JSON_OPT) -> None:
     """Configure a coding agent to run the kernel_mcp server on --root, with the kernel skills/rules."""
     from kernel_mcp.install import install as run
     try:
-        result = run(client, scope=scope, root=root)
+        result = run(client, scope=scope, root=root, home=home)
     except UsageError as exc:
         _usage_error(exc)
     if as_json:

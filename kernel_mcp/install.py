@@ -30,6 +30,8 @@ from kernel_mcp.results import UsageError
 SERVER_NAME = "kernel-mcp"
 CLIENTS = ("claude-code", "codex", "cursor")
 SCOPES = ("project", "user")
+SKILL_ORDER = ("kernel-optimization-loop", "reading-kernel-results", "kernel-evaluation-integrity",
+               "triton-kernels", "cuda-cpp-kernels", "hip-kernels")
 SKILLS_DIR = Path(__file__).resolve().parent / "skills"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,7 +92,7 @@ def _split_frontmatter(text: str, source: Path) -> tuple[dict[str, Any], str]:
 
 
 def load_skills(folder: Path = SKILLS_DIR) -> list[Skill]:
-    """Every skills/<name>/SKILL.md, sorted by name; the folder name must equal the frontmatter name."""
+    """Every skills/<name>/SKILL.md (in SKILL_ORDER); the folder name must equal the frontmatter name."""
     skills = []
     for path in sorted(folder.glob("*/SKILL.md")):
         meta, body = _split_frontmatter(path.read_text(encoding="utf-8"), path)
@@ -102,7 +104,9 @@ def load_skills(folder: Path = SKILLS_DIR) -> list[Skill]:
         skills.append(Skill(name, " ".join(description.split()), tools, body.lstrip("\n")))
     if not skills:
         raise UsageError(f"no skills found in {folder}")
-    return skills
+    # the loop first: it is what an agent reads before the rest (AGENTS.md shows them in this order)
+    rank = {name: i for i, name in enumerate(SKILL_ORDER)}
+    return sorted(skills, key=lambda s: (rank.get(s.name, len(rank)), s.name))
 
 
 def _frontmatter(fields: dict[str, Any]) -> str:
@@ -119,8 +123,20 @@ def render_claude_skill(skill: Skill, marker: str, tool_prefix: str = CLAUDE_TOO
 
 def render_cursor_rule(skill: Skill) -> str:
     """A Cursor rule (.mdc) the agent pulls in when the description matches the task."""
-    fields = {"description": skill.description, "globs": "", "alwaysApply": False}
+    fields = {"description": skill.description, "alwaysApply": False}
     return _frontmatter(fields) + "\n" + GENERATED_MARKER + "\n\n" + skill.body
+
+
+def _demote_headings(markdown: str) -> str:
+    """Every markdown heading one level deeper; lines inside ``` fences (code comments) are left alone."""
+    lines, fenced = [], False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#+ ", line):
+            line = "#" + line
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def render_agents_block(skills: list[Skill]) -> str:
@@ -129,8 +145,7 @@ def render_agents_block(skills: list[Skill]) -> str:
              "The `kernel-mcp` MCP server gives you compile, check, profile, roofline, evaluate and snapshot "
              "tools over this workspace. The sections below say how to use them.", ""]
     for skill in skills:
-        body = re.sub(r"^(#+) ", lambda m: "#" + m.group(1) + " ", skill.body.strip(), flags=re.M)
-        parts += [body, ""]
+        parts += [_demote_headings(skill.body.strip()), ""]
     parts.append(BLOCK_END)
     return "\n".join(parts) + "\n"
 
