@@ -294,7 +294,12 @@ def merge_codex_config(text: str | None, command: list[str], path: Path) -> str:
     before = _parse_toml(old_text, path)
     rest = _without_our_tables(old_text).rstrip("\n")
     new_text = (rest + "\n\n" if rest else "") + codex_server_table(command)
-    after = _parse_toml(new_text, path)
+    cannot = UsageError(f"{path} defines mcp_servers.{SERVER_NAME} in a form this install cannot edit safely "
+                        f"(inline or dotted keys); remove that entry, then rerun the install")
+    try:
+        after = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError:
+        raise cannot from None
     # The line-based cut must have removed exactly our server: check it, rather than trust it.
     for data in (before, after):
         servers = data.get("mcp_servers", {})
@@ -302,8 +307,7 @@ def merge_codex_config(text: str | None, command: list[str], path: Path) -> str:
         if not servers:
             data.pop("mcp_servers", None)
     if before != after:
-        raise UsageError(f"{path} defines mcp_servers.{SERVER_NAME} in a form this install cannot edit safely "
-                         f"(inline or dotted keys); remove that entry, then rerun the install")
+        raise cannot
     return new_text
 
 
