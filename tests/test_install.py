@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from kernel_mcp import agent_files as texts
 from kernel_mcp import install as inst
 from kernel_mcp.install import CLIENTS, InstallResult, install
 from kernel_mcp.results import UsageError
@@ -20,7 +21,7 @@ from kernel_mcp.results import UsageError
 from node_tools import node_cli, skip_reason
 
 REPO = Path(__file__).resolve().parent.parent
-SKILL_NAMES = [s.name for s in inst.load_skills()]
+SKILL_NAMES = [s.name for s in texts.load_skills()]
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def check_claude_code(scope: str, root: Path, home: Path) -> None:
     skills = (root if scope == "project" else home) / ".claude" / "skills"
     assert sorted(p.parent.name for p in skills.glob("*/SKILL.md")) == sorted(SKILL_NAMES)
     loop = (skills / "kernel-optimization-loop" / "SKILL.md").read_text()
-    assert "allowed-tools: mcp__kernel-mcp__compile" in loop and inst.SKILL_MARKER in loop
+    assert "allowed-tools: mcp__kernel-mcp__compile" in loop and texts.SKILL_MARKER in loop
     settings = root / ".claude" / "settings.local.json" if scope == "project" else home / ".claude" / "settings.json"
     data = json.loads(settings.read_text())
     assert "mcp__kernel-mcp" in data["permissions"]["allow"]
@@ -67,7 +68,7 @@ def check_codex(scope: str, root: Path, home: Path) -> None:
     assert server["required"] is True and server["default_tools_approval_mode"] == "approve"
     assert server["tool_timeout_sec"] >= 600  # evaluate takes minutes
     agents = ((root if scope == "project" else folder) / "AGENTS.md").read_text()
-    assert agents.count("<!-- kernel-mcp:begin") == 1 and agents.count(inst.BLOCK_END) == 1
+    assert agents.count("<!-- kernel-mcp:begin") == 1 and agents.count(texts.BLOCK_END) == 1
     assert "## The kernel optimization loop" in agents
 
 
@@ -260,13 +261,13 @@ def test_cli_install_and_its_usage_error(places):
 # ---------------------------------------------------------------- the one source and its derived files
 
 def test_generated_files_are_fresh():
-    stale = inst.stale_generated(REPO)
+    stale = texts.stale_generated(REPO)
     assert stale == [], f"run `python -m kernel_mcp.install --generate` and commit: {stale}"
 
 
 def test_generation_is_deterministic_and_covers_every_skill(tmp_path):
-    assert sorted(inst.write_generated(tmp_path)) == sorted(inst.generated_files())
-    assert inst.write_generated(tmp_path) == [] and inst.stale_generated(tmp_path) == []
+    assert sorted(texts.write_generated(tmp_path)) == sorted(texts.generated_files())
+    assert texts.write_generated(tmp_path) == [] and texts.stale_generated(tmp_path) == []
     for name in SKILL_NAMES:
         assert (tmp_path / f"plugins/kernel-mcp/skills/{name}/SKILL.md").exists()
         assert (tmp_path / f".cursor/rules/kernel-mcp-{name}.mdc").exists()
@@ -275,9 +276,9 @@ def test_generation_is_deterministic_and_covers_every_skill(tmp_path):
 def test_skills_name_only_tools_the_server_has(tmp_path):
     from kernel_mcp.server import build_server
     tools = {t.name for t in anyio.run(build_server(tmp_path).list_tools)}
-    for skill in inst.load_skills():
-        named = {t.removeprefix(inst.CLAUDE_TOOL_PREFIX) for t in skill.allowed_tools}
-        assert all(t.startswith(inst.CLAUDE_TOOL_PREFIX) for t in skill.allowed_tools), skill.name
+    for skill in texts.load_skills():
+        named = {t.removeprefix(texts.CLAUDE_TOOL_PREFIX) for t in skill.allowed_tools}
+        assert all(t.startswith(texts.CLAUDE_TOOL_PREFIX) for t in skill.allowed_tools), skill.name
         assert named <= tools, f"{skill.name} allows unknown tools {named - tools}"
     plugin_skill = (REPO / "plugins/kernel-mcp/skills/kernel-optimization-loop/SKILL.md").read_text()
     assert "mcp__plugin_kernel-mcp_kernel-mcp__evaluate" in plugin_skill
