@@ -273,6 +273,11 @@ def test_generation_is_deterministic_and_covers_every_skill(tmp_path):
         assert (tmp_path / f".cursor/rules/kernel-mcp-{name}.mdc").exists()
 
 
+def test_the_agents_md_block_fits_codex_budget():
+    # Codex reads at most project_doc_max_bytes (32 KiB by default) of AGENTS.md files, the user's own included
+    assert len(texts.render_agents_block(texts.load_skills()).encode()) < 24 * 1024
+
+
 def test_skills_name_only_tools_the_server_has(tmp_path):
     from kernel_mcp.server import build_server
     tools = {t.name for t in anyio.run(build_server(tmp_path).list_tools)}
