@@ -294,7 +294,7 @@ def _codex(plan: _Plan, scope: str, root: Path, home: Path | None, command: list
 
 
 def _cursor(plan: _Plan, scope: str, root: Path, home: Path, command: list[str], notes: list[str]) -> None:
-    entry = {"type": "stdio", "command": command[0], "args": command[1:]}
+    entry = {"command": command[0], "args": command[1:]}  # the form of Cursor's documented examples
     _put_server(plan, (root if scope == "project" else home) / ".cursor" / "mcp.json", entry)
     if scope == "project":
         for skill in load_skills():
@@ -303,7 +303,8 @@ def _cursor(plan: _Plan, scope: str, root: Path, home: Path, command: list[str],
     else:
         notes.append("Cursor keeps user rules in its settings, not in files: for the kernel rules, also run "
                      "`kernel-mcp install cursor` in the project (it writes .cursor/rules/kernel-mcp-*.mdc)")
-    notes.append("Cursor asks to enable a new MCP server: turn kernel-mcp on in Settings > MCP")
+    notes.append("Cursor may list a new MCP server switched off: turn kernel-mcp on in Cursor's MCP settings, "
+                 "then restart Cursor")
 
 
 def install(client: str, scope: str = "project", root: Path | str | None = None,
