@@ -140,6 +140,29 @@ def serve(root: Path = typer.Option(Path("."), help="workspace root: every path 
 
 
 @app.command()
+def install(client: str = typer.Argument(..., help="claude-code | codex | cursor"),
+            scope: str = typer.Option("project", help="project (files in --root) | user (files in your home)"),
+            root: Optional[Path] = typer.Option(None, help="workspace the server serves (default: current folder)"),
+            home: Optional[Path] = typer.Option(None, help="use this folder instead of your home (user scope)"),
+            as_json: bool = JSON_OPT) -> None:
+    """Configure a coding agent to run the kernel_mcp server on --root, with the kernel skills/rules."""
+    from kernel_mcp.install import install as run
+    try:
+        result = run(client, scope=scope, root=root, home=home)
+    except UsageError as exc:
+        _usage_error(exc)
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=1) + "\n")
+        return
+    out = Console()
+    out.print(f"kernel-mcp installed for {result.client} ({result.scope} scope), serving {result.root}")
+    for path in result.files:
+        out.print(f"  {'wrote    ' if path in result.changed else 'unchanged'} {path}")
+    for note in result.notes:
+        out.print(f"[dim]note:[/dim] {note}")
+
+
+@app.command()
 def calibrate(as_json: bool = JSON_OPT) -> None:
     """Measure this GPU's copy bandwidth and matmul rates (random data) and cache them for the roofline."""
     from kernel_mcp.tools.calibrate import cache_file
