@@ -7,7 +7,7 @@ merge safely (malformed JSON/TOML, a skill of the same name written by someone e
 UsageError that says what to fix, before anything is written.
 
 ``python -m kernel_mcp.install --generate`` rewrites the checked-in derived files (AGENTS.md, .cursor/rules,
-the Claude Code plugin and marketplace) from the skills; ``--check`` fails when they are stale.
+the Claude Code plugin and marketplace; see agent_files.py) from the skills; ``--check`` fails when stale.
 """
 from __future__ import annotations
 
@@ -18,41 +18,23 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, Field
 
+from kernel_mcp.agent_files import (BLOCK_RE, GENERATED_MARKER, REPO_ROOT, SERVER_NAME, SKILL_MARKER,
+                                    dump_json, load_skills, render_agents_block, render_claude_skill,
+                                    render_cursor_rule, stale_generated, write_generated)
 from kernel_mcp.results import UsageError
 
-SERVER_NAME = "kernel-mcp"
 CLIENTS = ("claude-code", "codex", "cursor")
 SCOPES = ("project", "user")
-SKILL_ORDER = ("kernel-optimization-loop", "reading-kernel-results", "kernel-evaluation-integrity",
-               "triton-kernels", "cuda-cpp-kernels", "hip-kernels")
-SKILLS_DIR = Path(__file__).resolve().parent / "skills"
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-# Claude Code names an MCP tool mcp__<server>__<tool>; a plugin's server is "plugin:<plugin>:<server>", and
-# characters outside [A-Za-z0-9_-] become "_" -> mcp__plugin_kernel-mcp_kernel-mcp__<tool>.
-CLAUDE_TOOL_PREFIX = f"mcp__{SERVER_NAME}__"
-PLUGIN_NAME = "kernel-mcp"
-PLUGIN_TOOL_PREFIX = f"mcp__plugin_{PLUGIN_NAME}_{SERVER_NAME}__"
 
 # evaluate = compile + check + timed profile + roofline; with a 60 s timing budget and slow first compiles it
 # can take several minutes, far past Codex's 60 s default tool timeout.
 CODEX_TOOL_TIMEOUT_S = 1800
 CODEX_STARTUP_TIMEOUT_S = 60
-
-# Marks text this module wrote, so a rerun may replace it and nothing else.
-SKILL_MARKER = "<!-- kernel-mcp: written by `kernel-mcp install`; a rerun overwrites this file -->"
-GENERATED_MARKER = "<!-- kernel-mcp: generated from kernel_mcp/skills by `python -m kernel_mcp.install --generate` -->"
-BLOCK_BEGIN = "<!-- kernel-mcp:begin (managed by `kernel-mcp install codex`; a rerun replaces this block) -->"
-BLOCK_END = "<!-- kernel-mcp:end -->"
-BLOCK_RE = re.compile(re.escape("<!-- kernel-mcp:begin") + r".*?" + re.escape(BLOCK_END) + r"\n?", re.S)
-
 
 class InstallResult(BaseModel):
     """What an install did: every file it manages (written or already up to date) and what to know next."""
@@ -64,90 +46,6 @@ class InstallResult(BaseModel):
     files: list[str] = Field(default_factory=list)  # absolute paths of the files it manages
     changed: list[str] = Field(default_factory=list)  # the subset whose content changed (empty on a rerun)
     notes: list[str] = Field(default_factory=list)
-
-
-# ---------------------------------------------------------------- skills (the one source)
-
-@dataclass(frozen=True)
-class Skill:
-    name: str
-    description: str
-    allowed_tools: list[str]
-    body: str  # markdown after the frontmatter, starting with its first heading
-
-    @property
-    def title(self) -> str:
-        first = self.body.lstrip().splitlines()[0] if self.body.strip() else self.name
-        return first.lstrip("# ").strip()
-
-
-def _split_frontmatter(text: str, source: Path) -> tuple[dict[str, Any], str]:
-    match = re.match(r"---\n(.*?)\n---\n", text, re.S)
-    if not match:
-        raise UsageError(f"{source}: a SKILL.md starts with a '---' YAML frontmatter block")
-    meta = yaml.safe_load(match.group(1)) or {}
-    if not isinstance(meta, dict):
-        raise UsageError(f"{source}: the frontmatter must be a YAML mapping")
-    return meta, text[match.end():]
-
-
-def load_skills(folder: Path = SKILLS_DIR) -> list[Skill]:
-    """Every skills/<name>/SKILL.md (in SKILL_ORDER); the folder name must equal the frontmatter name."""
-    skills = []
-    for path in sorted(folder.glob("*/SKILL.md")):
-        meta, body = _split_frontmatter(path.read_text(encoding="utf-8"), path)
-        name, description = meta.get("name"), meta.get("description")
-        if name != path.parent.name or not isinstance(description, str) or not description.strip():
-            raise UsageError(f"{path}: frontmatter needs name: {path.parent.name} and a description")
-        tools = meta.get("allowed-tools") or []
-        tools = tools.replace(",", " ").split() if isinstance(tools, str) else list(tools)
-        skills.append(Skill(name, " ".join(description.split()), tools, body.lstrip("\n")))
-    if not skills:
-        raise UsageError(f"no skills found in {folder}")
-    # the loop first: it is what an agent reads before the rest (AGENTS.md shows them in this order)
-    rank = {name: i for i, name in enumerate(SKILL_ORDER)}
-    return sorted(skills, key=lambda s: (rank.get(s.name, len(rank)), s.name))
-
-
-def _frontmatter(fields: dict[str, Any]) -> str:
-    return "---\n" + yaml.safe_dump(fields, sort_keys=False, allow_unicode=True, width=10_000) + "---\n"
-
-
-def render_claude_skill(skill: Skill, marker: str, tool_prefix: str = CLAUDE_TOOL_PREFIX) -> str:
-    """A SKILL.md for Claude Code, its allowed-tools named as Claude Code names them under tool_prefix."""
-    fields: dict[str, Any] = {"name": skill.name, "description": skill.description}
-    if skill.allowed_tools:
-        fields["allowed-tools"] = " ".join(t.replace(CLAUDE_TOOL_PREFIX, tool_prefix) for t in skill.allowed_tools)
-    return _frontmatter(fields) + "\n" + marker + "\n\n" + skill.body
-
-
-def render_cursor_rule(skill: Skill) -> str:
-    """A Cursor rule (.mdc) the agent pulls in when the description matches the task."""
-    fields = {"description": skill.description, "alwaysApply": False}
-    return _frontmatter(fields) + "\n" + GENERATED_MARKER + "\n\n" + skill.body
-
-
-def _demote_headings(markdown: str) -> str:
-    """Every markdown heading one level deeper; lines inside ``` fences (code comments) are left alone."""
-    lines, fenced = [], False
-    for line in markdown.splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-        elif not fenced and re.match(r"#+ ", line):
-            line = "#" + line
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def render_agents_block(skills: list[Skill]) -> str:
-    """The delimited AGENTS.md block for Codex: every skill, headings pushed one level down under one title."""
-    parts = [BLOCK_BEGIN, "", "# GPU kernels with kernel_mcp", "",
-             "The `kernel-mcp` MCP server gives you compile, check, profile, roofline, evaluate and snapshot "
-             "tools over this workspace. The sections below say how to use them.", ""]
-    for skill in skills:
-        parts += [_demote_headings(skill.body.strip()), ""]
-    parts.append(BLOCK_END)
-    return "\n".join(parts) + "\n"
 
 
 # ---------------------------------------------------------------- merging files without losing anything
@@ -191,15 +89,11 @@ def _load_json_object(text: str | None, path: Path) -> dict[str, Any]:
     return data
 
 
-def _dump_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-
-
 def _merge_json(plan: _Plan, path: Path, edit) -> None:
     """Load path's JSON object (or {}), let edit(data) change it in place, and plan the result."""
     data = _load_json_object(plan.current(path), path)
     edit(data)
-    plan.put(path, _dump_json(data))
+    plan.put(path, dump_json(data))
 
 
 def _object_at(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
@@ -294,7 +188,12 @@ def merge_codex_config(text: str | None, command: list[str], path: Path) -> str:
     before = _parse_toml(old_text, path)
     rest = _without_our_tables(old_text).rstrip("\n")
     new_text = (rest + "\n\n" if rest else "") + codex_server_table(command)
-    after = _parse_toml(new_text, path)
+    cannot = UsageError(f"{path} defines mcp_servers.{SERVER_NAME} in a form this install cannot edit safely "
+                        f"(inline or dotted keys); remove that entry, then rerun the install")
+    try:
+        after = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError:
+        raise cannot from None
     # The line-based cut must have removed exactly our server: check it, rather than trust it.
     for data in (before, after):
         servers = data.get("mcp_servers", {})
@@ -302,8 +201,7 @@ def merge_codex_config(text: str | None, command: list[str], path: Path) -> str:
         if not servers:
             data.pop("mcp_servers", None)
     if before != after:
-        raise UsageError(f"{path} defines mcp_servers.{SERVER_NAME} in a form this install cannot edit safely "
-                         f"(inline or dotted keys); remove that entry, then rerun the install")
+        raise cannot
     return new_text
 
 
@@ -346,6 +244,7 @@ def _claude_code(plan: _Plan, scope: str, root: Path, home: Path, command: list[
             _add_to_list(_object_at(data, "permissions", settings), "allow", allow_rule, settings)
         _merge_json(plan, settings, approve)
         skills_dir = root / ".claude" / "skills"
+        notes.append(".mcp.json names this machine's Python; a teammate who shares it reruns the install")
         if _in_git_worktree(root):
             notes.append(".claude/settings.local.json (yours, not committed) approves the .mcp.json server and "
                          "allows its tools")
@@ -395,7 +294,7 @@ def _codex(plan: _Plan, scope: str, root: Path, home: Path | None, command: list
 
 
 def _cursor(plan: _Plan, scope: str, root: Path, home: Path, command: list[str], notes: list[str]) -> None:
-    entry = {"type": "stdio", "command": command[0], "args": command[1:]}
+    entry = {"command": command[0], "args": command[1:]}  # the form of Cursor's documented examples
     _put_server(plan, (root if scope == "project" else home) / ".cursor" / "mcp.json", entry)
     if scope == "project":
         for skill in load_skills():
@@ -404,7 +303,8 @@ def _cursor(plan: _Plan, scope: str, root: Path, home: Path, command: list[str],
     else:
         notes.append("Cursor keeps user rules in its settings, not in files: for the kernel rules, also run "
                      "`kernel-mcp install cursor` in the project (it writes .cursor/rules/kernel-mcp-*.mdc)")
-    notes.append("Cursor asks to enable a new MCP server: turn kernel-mcp on in Settings > MCP")
+    notes.append("Cursor may list a new MCP server switched off: turn kernel-mcp on in Cursor's MCP settings, "
+                 "then restart Cursor")
 
 
 def install(client: str, scope: str = "project", root: Path | str | None = None,
@@ -434,58 +334,6 @@ def install(client: str, scope: str = "project", root: Path | str | None = None,
         notes.append(f"the server serves {root_path} in every session; tool paths are relative to it")
     result = InstallResult(client=client, scope=scope, root=str(root_path), command=command, notes=notes)
     return plan.apply(result)
-
-
-# ---------------------------------------------------------------- checked-in generated files
-
-def plugin_files(skills: list[Skill]) -> dict[str, str]:
-    """The Claude Code plugin (plugins/kernel-mcp) and the marketplace that lists it, by repo-relative path."""
-    from kernel_mcp import __version__
-    description = ("GPU kernel instruments over MCP: compile, check, profile, roofline, evaluate and snapshot "
-                   "tools, with skills for the Triton/CUDA/HIP optimization loop")
-    plugin = {"name": PLUGIN_NAME, "version": __version__, "description": description,
-              "author": {"name": "kernel_mcp developers"}, "license": "Apache-2.0",
-              "keywords": ["gpu", "kernels", "triton", "cuda", "hip", "mcp", "profiling"]}
-    # ${CLAUDE_PROJECT_DIR} is the session's project: the workspace the tools' paths are relative to.
-    mcp = {"mcpServers": {SERVER_NAME: {"command": "kernel-mcp",
-                                        "args": ["serve", "--root", "${CLAUDE_PROJECT_DIR}"]}}}
-    marketplace = {"name": "kernel-mcp", "owner": {"name": "kernel_mcp developers"},
-                   "metadata": {"description": "The kernel_mcp plugin for Claude Code"},
-                   "plugins": [{"name": PLUGIN_NAME, "source": "./plugins/kernel-mcp", "description": description,
-                                "version": __version__}]}
-    files = {"plugins/kernel-mcp/.claude-plugin/plugin.json": _dump_json(plugin),
-             "plugins/kernel-mcp/.mcp.json": _dump_json(mcp),
-             ".claude-plugin/marketplace.json": _dump_json(marketplace)}
-    for skill in skills:
-        files[f"plugins/kernel-mcp/skills/{skill.name}/SKILL.md"] = render_claude_skill(
-            skill, GENERATED_MARKER, PLUGIN_TOOL_PREFIX)
-    return files
-
-
-def generated_files() -> dict[str, str]:
-    """Every derived file checked into the repository, by repo-relative path."""
-    skills = load_skills()
-    files = {"AGENTS.md": render_agents_block(skills)}
-    for skill in skills:
-        files[f".cursor/rules/kernel-mcp-{skill.name}.mdc"] = render_cursor_rule(skill)
-    files.update(plugin_files(skills))
-    return files
-
-
-def stale_generated(repo: Path = REPO_ROOT) -> list[str]:
-    """Generated paths whose checked-in copy is missing or differs from a fresh generation."""
-    return [rel for rel, text in generated_files().items()
-            if not (repo / rel).exists() or (repo / rel).read_text(encoding="utf-8") != text]
-
-
-def write_generated(repo: Path = REPO_ROOT) -> list[str]:
-    """(Re)write the generated files under repo; returns the paths that changed."""
-    changed = stale_generated(repo)
-    files = generated_files()
-    for rel in changed:
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(files[rel], encoding="utf-8")
-    return changed
 
 
 def _main(argv: list[str]) -> int:
