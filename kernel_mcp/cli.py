@@ -131,12 +131,25 @@ def compile_(candidate: Path = CANDIDATE_ARG,
 
 
 @app.command()
-def serve(root: Path = typer.Option(Path("."), help="workspace root: every path argument must stay inside it")) -> None:
-    """Run the MCP server on stdio (streamable HTTP: not yet)."""
+def serve(root: Path = typer.Option(Path("."), help="workspace root: every path argument must stay inside it"),
+          http: Optional[str] = typer.Option(None, help="serve streamable HTTP on HOST:PORT (or PORT: 127.0.0.1) "
+                                             "at /mcp instead of stdio"),
+          token: Optional[str] = typer.Option(None, envvar="KERNEL_MCP_TOKEN", show_envvar=True,
+                                              help="bearer token HTTP clients must send (default: a new "
+                                              "one, printed to stderr; stdio ignores it)")) -> None:
+    """Run the MCP server: stdio by default, or streamable HTTP behind a bearer token with --http."""
     if not root.is_dir():
         _usage_error(UsageError(f"--root {root} is not a directory"))
-    from kernel_mcp.server import main as run
-    run(str(root))
+    if not http:
+        from kernel_mcp.server import main as run
+        run(str(root))
+        return
+    from kernel_mcp.server import parse_listen, serve_http
+    try:
+        parse_listen(http)
+    except UsageError as exc:
+        _usage_error(exc)
+    serve_http(str(root), http, token or None)
 
 
 @app.command()

@@ -1,8 +1,9 @@
 """Every attempt kept: snapshots are git commits under a private ref namespace of the workspace's repository.
 
 A snapshot is a commit whose tree holds the candidate's files (paths relative to the workspace root) and
-``.kernel_mcp/snapshot.json`` (its metrics); its git parent is the snapshot it was derived from. Each
-snapshot gets a ref of its own, ``refs/kernel_mcp/snapshots/<sha>``, created with git's compare-and-swap
+``.kernel_mcp/snapshot.json`` (its metrics), plus any attachments beside it (``.kernel_mcp/roofline.png``,
+the chart of its evaluation; never restored into the working tree); its git parent is the snapshot it
+was derived from. Each snapshot gets a ref of its own, ``refs/kernel_mcp/snapshots/<sha>``, created with git's compare-and-swap
 (``update-ref <ref> <new> ""``), so concurrent writers (two agents, server and orchestrator) never
 overwrite each other. Objects are written with plumbing (hash-object, a temporary index, write-tree,
 commit-tree): the user's branch, index and working tree are never touched.
@@ -17,14 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import git
-from gitdb import IStream
 from pydantic import BaseModel, Field
 
 from kernel_mcp.results import UsageError
 
 REF_PREFIX = "refs/kernel_mcp/snapshots/"
-META_PATH = ".kernel_mcp/snapshot.json"
+META_DIR = ".kernel_mcp"
+META_PATH = f"{META_DIR}/snapshot.json"
 IDENTITY = {"GIT_AUTHOR_NAME": "kernel_mcp", "GIT_AUTHOR_EMAIL": "kernel_mcp@localhost",
             "GIT_COMMITTER_NAME": "kernel_mcp", "GIT_COMMITTER_EMAIL": "kernel_mcp@localhost"}
 
@@ -59,6 +59,7 @@ class Store:
     def __init__(self, root: str | Path, create: bool = True):
         """``create=False`` for readers: a folder without a repository then has no snapshots, and reading
         the history must not turn the user's folder into a git repository."""
+        import git  # GitPython takes ~0.2 s to import: here, not at module level, so the server starts fast
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise UsageError(f"workspace {root} is not a directory")
@@ -71,8 +72,10 @@ class Store:
         self.top = Path(self.repo.working_tree_dir).resolve()
 
     # --- writing ------------------------------------------------------------------------------------
-    def save(self, meta: SnapshotMeta, parent: str | None = None) -> Snapshot:
-        """Store the files named in ``meta`` (read from the working tree now) with the metrics."""
+    def save(self, meta: SnapshotMeta, parent: str | None = None, attachments: dict[str, bytes] | None = None
+             ) -> Snapshot:
+        """Store the files named in ``meta`` (read from the working tree now) with the metrics, and
+        ``attachments`` (name -> bytes) under .kernel_mcp/."""
         if parent is not None:
             self.get(parent)  # raises for an unknown parent
         paths = [self._inside(f) for f in meta.files]
@@ -82,6 +85,10 @@ class Store:
                                                    .splitlines()) if self._inside(meta.candidate).is_file() else 0})
         entries = [(self._repo_path(p), self._hash_file(p)) for p in paths]
         entries.append((self._repo_path(self.root / META_PATH), self._hash_text(meta.model_dump_json(indent=1))))
+        for name, data in (attachments or {}).items():
+            if "/" in name or name in ("", ".", "..", "snapshot.json"):
+                raise UsageError(f"bad attachment name {name!r}")
+            entries.append((self._repo_path(self.root / META_DIR / name), self._hash_bytes(data)))
         tree = self._write_tree(entries)
         message = f"{meta.problem}: {meta.verdict or 'snapshot'} {_speedup_text(meta)} by {meta.author}\n\n" \
                   f"{meta.note}".strip() + "\n"
@@ -103,7 +110,11 @@ class Store:
         return self.repo.git.hash_object("-w", str(path))
 
     def _hash_text(self, text: str) -> str:
-        data = text.encode()
+        return self._hash_bytes(text.encode())
+
+    def _hash_bytes(self, data: bytes) -> str:
+        import git
+        from gitdb import IStream
         return self.repo.odb.store(IStream(git.Blob.type, len(data), io.BytesIO(data))).hexsha.decode()
 
     # --- reading ------------------------------------------------------------------------------------
@@ -128,9 +139,17 @@ class Store:
         return self.repo.git.show(f"{snapshot.id}:{self._repo_path(self._inside(path))}",
                                   stdout_as_string=False, strip_newline_in_stdout=False)
 
+    def attachment(self, snapshot: Snapshot, name: str) -> bytes | None:
+        """An attachment's bytes, or None when the snapshot has none of that name."""
+        import git
+        try:
+            return self.file_at(snapshot, f"{META_DIR}/{name}")
+        except git.GitCommandError:
+            return None
+
     def diff(self, a: Snapshot, b: Snapshot) -> str:
-        """Unified diff of the stored files (metrics left out)."""
-        meta = self._repo_path(self.root / META_PATH)
+        """Unified diff of the stored files (metrics and attachments left out)."""
+        meta = self._repo_path(self.root / META_DIR)
         return self.repo.git.diff(a.id, b.id, "--", ".", f":(exclude){meta}")
 
     # --- restoring ----------------------------------------------------------------------------------
@@ -152,6 +171,7 @@ class Store:
         return snapshot.files
 
     def _known(self, path: Path) -> bool:
+        import git
         blob = self.repo.git.hash_object(str(path))  # without -w: only computes the id
         try:
             self.repo.git.cat_file("-e", blob)

@@ -1,15 +1,24 @@
 """The MCP server through a real MCP client session (in memory, and over stdio in a subprocess): schemas,
-annotations, a real check with progress, workspace confinement, and the snapshot tools."""
+annotations, a real check with progress, workspace confinement, the snapshot tools, compact results,
+resources, the prompt, and how fast a fresh server answers tools/list."""
 import asyncio
+import base64
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
+from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
-from kernel_mcp.server import build_server
+from kernel_mcp.results import ProfileResult, RooflinePoint, RooflineResult, RooflineShape
+from kernel_mcp.roofline_chart import draw
+from kernel_mcp.server import PNG_MAGIC, build_server
+from kernel_mcp.tools import snapshot as snapshots
+from kernel_mcp.tools.evaluate import _chart as evaluate_chart
 
 from conftest import PROBLEMS, REPO
 
@@ -47,6 +56,11 @@ def test_tools_have_output_schemas_and_honest_annotations(workspace):
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.output_schema and tool.description
+        Draft202012Validator.check_schema(tool.output_schema)  # the client validates results against it
+        assert tool.output_schema["type"] == "object"
+    for name in ("compile", "profile", "roofline", "evaluate"):
+        assert tools[name].input_schema["properties"]["detail"]["default"] is False
+        assert "detail" in tools[name].output_schema["properties"]
     assert tools["check"].annotations.read_only_hint and tools["history"].annotations.read_only_hint
     assert tools["restore"].annotations.destructive_hint and not tools["snapshot"].annotations.read_only_hint
 
@@ -97,22 +111,137 @@ def test_snapshot_history_diff_restore_status(workspace):
     assert status["evaluations"] == 2
 
 
-def test_evaluate_checks_times_and_snapshots(workspace):
+def test_evaluate_returns_a_compact_summary_and_snapshots(workspace):
     async def script(client):
         return await client.call_tool("evaluate", {"problem": "vector_add", "candidate": "add.py", "device": "cpu",
-                                                   "budget_s": 3, "author": "test"})
+                                                   "budget_s": 2, "shapes": "tests", "author": "test"})
     result = _session(workspace, script)
     assert not result.is_error, result.content[0].text[:2000]
     body = result.structured_content
-    assert body["passed"] and body["snapshot"]["author"] == "test" and body["snapshot"]["verdict"] == body["verdict"]
-    assert body["roofline"]["profile"]["shapes"]
+    assert body["passed"] and body["detail"] is None and len(body["shapes"]) == 4
+    assert all(shape["candidate_us"] > 0 and shape["reference_us"] > 0 for shape in body["shapes"])
+    assert len(result.content[0].text) < 4000  # what the model reads
+    [snap] = snapshots.history(workspace, "vector_add")
+    assert snap.id == body["snapshot_id"] and snap.author == "test" and snap.verdict == body["verdict"]
 
 
-def test_stdio_session_lists_tools(workspace):
+def test_detail_adds_the_full_result(workspace):
+    async def script(client):
+        return await client.call_tool("roofline", {"problem": "vector_add", "candidate": "add.py", "device": "cpu",
+                                                   "budget_s": 1, "shapes": "tests", "detail": True})
+    result = _session(workspace, script)  # the client validated it against the tool's output schema
+    assert not result.is_error, result.content[0].text[:2000]
+    body = result.structured_content
+    assert "no ceilings" in body["message"]  # a CPU has no roofs: the summary says why
+    full = RooflineResult.model_validate(body["detail"])
+    assert full.profile.check.passed and len(full.profile.shapes) == len(body["shapes"]) == 4
+
+
+def _roofline_with_ceilings():
+    prof = ProfileResult(passed=True, trusted=True, verdict="pass", problem="vector_add", candidate="add.py",
+                         speedup=1.5)
+    point = RooflinePoint(who="candidate", time_ms=0.1, tflops=0.1, gbytes_per_s=1000, percent_of_bound=20,
+                          bound="memory", headroom_ms=0.05)
+    roof = RooflineResult(problem="vector_add", candidate="add.py", profile=prof, bandwidth_bytes_per_s=4.8e12,
+                          peak_flops_per_s=60e12, unit="fp32",
+                          shapes=[RooflineShape(params={"n": 1}, flops=1e6, bytes=12e6, intensity=1 / 12,
+                                                points=[point])])
+    return roof
+
+
+def test_evaluate_keeps_the_chart_only_where_there_are_roofs():
+    roof = _roofline_with_ceilings()
+    assert evaluate_chart(roof)["roofline.png"].startswith(PNG_MAGIC)
+    assert evaluate_chart(roof.model_copy(update={"shapes": []})) == {}  # a CPU run: no roofs, no chart
+
+
+def _best_snapshot_with_chart(workspace):
+    """A passed and trusted snapshot with a roofline chart, as evaluate keeps one on a GPU."""
+    roof = _roofline_with_ceilings()
+    chart = draw(roof, workspace / "chart.png").read_bytes()
+    snapshots.snapshot(workspace, "vector_add", "add.py", author="test", profile=roof.profile,
+                       attachments={"roofline.png": chart})
+    return chart
+
+
+def test_resources_show_the_problem_and_the_best_kernel(workspace):
+    chart = _best_snapshot_with_chart(workspace)
+    (workspace / "add.py").write_text("# edited after the snapshot\n")
+
+    async def script(client):
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        read = {}
+        for part in ("description", "reference", "task", "best", "roofline.png"):
+            [read[part]] = (await client.read_resource(f"kernel://problems/vector_add/{part}")).contents
+        [read["chart"]] = (await client.read_resource("kernel://charts/chart.png")).contents
+        return templates, read
+    templates, read = _session(workspace, script)
+    assert {f"kernel://problems/{{+problem}}/{p}" for p in ("description", "reference", "best")} <= templates
+    assert read["description"].text.startswith("Elementwise vector addition")
+    assert "def ref_kernel" in read["reference"].text and "benchmarks:" in read["task"].text
+    assert read["best"].text == HONEST  # the snapshot's source, not the edited file
+    for part in ("roofline.png", "chart"):
+        assert read[part].mime_type == "image/png" and base64.b64decode(read[part].blob) == chart
+    assert chart.startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize("uri, why", [
+    ("kernel://problems/vector_add/best", "no passed and trusted snapshot"),
+    ("kernel://problems/nowhere/description", "does not exist"),
+    ("kernel://problems/../outside/task", ""),
+    ("kernel://charts/add.py", "not a PNG"),
+    ("kernel://charts/link.png", "outside the workspace"),
+])
+def test_resources_refuse_what_they_cannot_show(workspace, tmp_path, uri, why):
+    (tmp_path / "outside.png").write_bytes(PNG_MAGIC)
+    os.symlink(tmp_path / "outside.png", workspace / "link.png")
+
+    async def script(client):
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+        return str(caught.value)
+    assert why in _session(workspace, script)
+
+
+def test_a_problem_file_linked_out_of_the_workspace_is_not_shown(workspace, tmp_path):
+    (tmp_path / "secret.py").write_text((workspace / "vector_add" / "reference.py").read_text() + "SECRET = 1\n")
+    linked = workspace / "linked"
+    shutil.copytree(workspace / "vector_add", linked)
+    (linked / "reference.py").unlink()
+    os.symlink(tmp_path / "secret.py", linked / "reference.py")
+
+    async def script(client):
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource("kernel://problems/linked/reference")
+        return str(caught.value)
+    assert "outside the workspace" in _session(workspace, script)
+
+
+def test_optimize_kernel_prompt(workspace):
+    async def script(client):
+        [prompt] = (await client.list_prompts()).prompts
+        got = await client.get_prompt("optimize_kernel", {"problem": "vector_add", "candidate": "add.py"})
+        return prompt, got.messages[0].content.text
+    prompt, text = _session(workspace, script)
+    assert prompt.name == "optimize_kernel" and {a.name for a in prompt.arguments} == {"problem", "candidate"}
+    for step in ("`compile`", "`evaluate`", "`status`", "percent_of_roof", "restart", "tampering"):
+        assert step in text
+    assert "add.py" in text and "kernel://problems/vector_add/description" in text
+    assert len(text.splitlines()) <= 40
+
+
+def test_stdio_server_answers_tools_list_soon_after_start(workspace):
+    """From spawning `python -m kernel_mcp serve` to the tools/list answer (initialize included); the best
+    of two spawns, so that one slow start on a busy machine does not fail the test."""
     async def run():
         params = StdioServerParameters(command=sys.executable, args=["-m", "kernel_mcp", "serve", "--root", str(workspace)],
                                        cwd=str(REPO), env={**os.environ, "PYTHONPATH": os.pathsep.join(
                                            filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
+        started = time.monotonic()
         async with Client(params) as client:
-            return {t.name for t in (await client.list_tools()).tools}
-    assert asyncio.run(run()) == TOOLS
+            names = {t.name for t in (await client.list_tools()).tools}
+            return names, time.monotonic() - started
+    (names, first), (_, second) = asyncio.run(run()), asyncio.run(run())
+    print(f"stdio: tools/list answered {first:.2f} s and {second:.2f} s after spawn")
+    assert names == TOOLS
+    assert min(first, second) < 3.0, f"tools/list took {first:.2f} s and {second:.2f} s after spawn"

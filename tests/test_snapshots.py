@@ -129,3 +129,18 @@ def test_reading_never_creates_a_repository(tmp_path):
     with pytest.raises(UsageError, match="no snapshots yet"):
         tools.restore(tmp_path, "abc")
     assert not (tmp_path / ".git").exists()
+
+
+def test_attachments_are_kept_but_never_restored_or_diffed(workspace):
+    store = Store(workspace)
+    first = store.save(_meta(), attachments={"roofline.png": b"\x89PNG first"})
+    (workspace / "kernel.py").write_text("def custom_kernel(data):\n    return data[1] + data[0]\n")
+    second = store.save(_meta(), parent=first.id, attachments={"roofline.png": b"\x89PNG second"})
+    assert store.attachment(first, "roofline.png") == b"\x89PNG first" and store.attachment(first, "x.png") is None
+    diff = store.diff(first, second)
+    assert "data[1] + data[0]" in diff and "roofline.png" not in diff and "snapshot.json" not in diff
+    store.restore(first, force=True)
+    assert not (workspace / ".kernel_mcp").exists()
+    for bad in ("../escape.png", "snapshot.json", ""):
+        with pytest.raises(UsageError, match="bad attachment name"):
+            store.save(_meta(), attachments={bad: b"x"})

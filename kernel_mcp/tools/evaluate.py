@@ -1,16 +1,13 @@
 """evaluate: compile -> check -> profile -> roofline -> snapshot in one call, the one agents use most."""
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from kernel_mcp.results import CompileResult, RooflineResult, UsageError
 from kernel_mcp.snapshots import Snapshot
-from kernel_mcp.tools import snapshot as snapshots
-from kernel_mcp.tools.compile import compile as compile_candidate
-from kernel_mcp.tools.profile import settings_from
-from kernel_mcp.tools.roofline import roofline
 
 
 class EvaluateResult(BaseModel):
@@ -25,9 +22,16 @@ class EvaluateResult(BaseModel):
 
 def evaluate(root: str | Path, problem: str | Path, candidate: str | Path, device: str = "auto",
              budget_s: float = 60.0, author: str = "agent", note: str = "", parent: str | None = None,
-             on_progress=None) -> EvaluateResult:
+             shapes: str = "benchmarks", on_progress=None) -> EvaluateResult:
     """Every instrument on one candidate, and a snapshot of it with all the numbers. A compile error stops
-    before timing (and is snapshotted too: the history keeps failures)."""
+    before timing (and is snapshotted too: the history keeps failures). ``shapes="tests"`` times the small
+    test shapes instead of the benchmarks (quick runs, CPU)."""
+    # the instruments are imported here: the server imports this module for EvaluateResult and must start fast
+    from kernel_mcp.tools import snapshot as snapshots
+    from kernel_mcp.tools.compile import compile as compile_candidate
+    from kernel_mcp.tools.profile import settings_from
+    from kernel_mcp.tools.roofline import roofline
+    settings = settings_from(budget_s=budget_s, shapes=shapes)  # bad settings fail before any work
     root = Path(root).resolve()
     problem_name = Path(problem).name
     built = None
@@ -40,10 +44,19 @@ def evaluate(root: str | Path, problem: str | Path, candidate: str | Path, devic
         snap = snapshots.snapshot(root, problem_name, candidate, author=author, note=note, parent=parent,
                                   compile=built)
         return EvaluateResult(verdict="compile failed", passed=False, trusted=False, compile=built, snapshot=snap)
-    roof = roofline(problem, candidate, device=device, settings=settings_from(budget_s=budget_s),
+    roof = roofline(problem, candidate, device=device, settings=settings,
                     on_progress=on_progress)
     prof = roof.profile
     snap = snapshots.snapshot(root, problem_name, candidate, author=author, note=note, parent=parent, compile=built,
-                              profile=prof, roofline=roof)
+                              profile=prof, roofline=roof, attachments=_chart(roof))
     return EvaluateResult(verdict=prof.verdict, passed=prof.passed, trusted=prof.trusted, speedup=prof.speedup,
                           compile=built, roofline=roof, snapshot=snap)
+
+
+def _chart(roof: RooflineResult) -> dict[str, bytes]:
+    """The roofline chart kept with the snapshot (the server serves the best one as a resource)."""
+    if not roof.shapes or not roof.bandwidth_bytes_per_s:
+        return {}
+    from kernel_mcp.roofline_chart import draw
+    with tempfile.TemporaryDirectory(prefix="kmcp-chart-") as scratch:
+        return {"roofline.png": draw(roof, Path(scratch) / "roofline.png").read_bytes()}

@@ -39,14 +39,16 @@ def _relative(store: Store, path: str | Path) -> str:
 
 
 def snapshot(root: str | Path, problem: str, candidate: str | Path, files: list[str] | None = None,
-             author: str = "unknown", note: str = "", parent: str | None = None, **results: Any) -> Snapshot:
+             author: str = "unknown", note: str = "", parent: str | None = None,
+             attachments: dict[str, bytes] | None = None, **results: Any) -> Snapshot:
     """Record the candidate (and any extra files, e.g. helpers it imports) with the given results
-    (check=, profile=, roofline=, compile=) as a new snapshot derived from ``parent``."""
+    (check=, profile=, roofline=, compile=) as a new snapshot derived from ``parent``; ``attachments``
+    (e.g. the roofline chart) are kept with its metrics."""
     store = Store(root)
     name = _relative(store, candidate)
     stored = [name] + [_relative(store, f) for f in files or [] if _relative(store, f) != name]
     meta = SnapshotMeta(problem=problem, candidate=name, files=stored, author=author, note=note, **metrics(**results))
-    return store.save(meta, parent=parent)
+    return store.save(meta, parent=parent, attachments=attachments)
 
 
 def history(root: str | Path, problem: str | None = None, passed_only: bool = False, author: str | None = None,
@@ -67,6 +69,16 @@ def _all(root: str | Path) -> list[Snapshot]:
 
 def best(root: str | Path, problem: str | None = None) -> Snapshot | None:
     return snapshots.best(_all(root), problem)
+
+
+def best_file(root: str | Path, problem: str, name: str | None = None) -> tuple[Snapshot, bytes | None]:
+    """The best snapshot of ``problem`` and one of its stored files (default: the candidate's source), or
+    with ``name`` an attachment (None when it has none). UsageError when nothing passed and was trusted."""
+    top = best(root, problem)
+    if top is None:
+        raise UsageError(f"no passed and trusted snapshot of {problem} yet: run evaluate first")
+    store = Store(root, create=False)
+    return top, store.attachment(top, name) if name else store.file_at(top, top.candidate)
 
 
 def diff(root: str | Path, a: str, b: str | None = None) -> str:
