@@ -1,4 +1,5 @@
-"""CUDA C++ (and HIP) sources of a candidate: compile per target with nvcc (hipcc), read ptxas' report.
+"""CUDA C++ sources of a candidate: compile for the NVIDIA targets with nvcc, read ptxas' report (AMD targets:
+backends/hip.py, which reuses this module's includes, demangling and line mapping).
 
 The sources come from worker/cpp_capture.py (what the candidate passes to load_inline / load). They are
 compiled the way torch.utils.cpp_extension would (same prepended includes, C++17, torch's headers) but
@@ -30,10 +31,6 @@ def nvcc() -> str | None:
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     candidate = Path(home) / "bin" / "nvcc" if home else None
     return str(candidate) if candidate and candidate.exists() else None
-
-
-def hipcc() -> str | None:
-    return shutil.which("hipcc") or (str(Path("/opt/rocm/bin/hipcc")) if Path("/opt/rocm/bin/hipcc").exists() else None)
 
 
 def include_flags(scratch: Path) -> list[str]:

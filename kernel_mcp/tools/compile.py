@@ -48,11 +48,16 @@ def _toolchain() -> dict[str, str]:
     return versions
 
 
+SOURCE_SUFFIXES = {".py", ".cu", ".cuh", ".hip", ".cpp", ".cc", ".h", ".hpp"}
+
+
 def cache_key(candidate: Path, problem: Problem, targets: list[Target], asm: bool, toolchain: dict) -> str:
-    """Everything the answer depends on: the candidate and the .py files beside it (helpers it may import),
-    the problem's task and reference, the targets, and the toolchain's versions."""
+    """Everything the answer depends on: the candidate and the source files beside it (.py helpers it may
+    import, C++/CUDA/HIP files it may give to cpp_extension.load), the problem's task and reference, the
+    targets, and the toolchain's versions."""
     digest = hashlib.sha256()
-    for path in [candidate, *sorted(p for p in candidate.parent.glob("*.py") if p != candidate),
+    beside = sorted(p for p in candidate.parent.iterdir() if p.suffix in SOURCE_SUFFIXES and p != candidate)
+    for path in [candidate, *beside,
                  problem.path / "task.yml" if problem.kind == "gpumode" else problem.path, problem.reference_file]:
         if path.is_file():
             digest.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
@@ -82,7 +87,7 @@ def compile(candidate: str | Path, problem: str | Path | None = None, targets: l
     try:
         with tempfile.TemporaryDirectory(prefix="kmcp-compile-") as scratch:
             if language == "cuda":
-                say("capturing the CUDA sources and compiling them with nvcc", 0, 1)
+                say("capturing the C++ sources and compiling them (nvcc: NVIDIA, hipcc: AMD)", 0, 1)
                 result.builds = cpp.builds(path, prob, chosen, Path(scratch), asm, result)
             else:
                 say("recording the kernels one call launches", 0, 2)
