@@ -144,3 +144,15 @@ def test_attachments_are_kept_but_never_restored_or_diffed(workspace):
     for bad in ("../escape.png", "snapshot.json", ""):
         with pytest.raises(UsageError, match="bad attachment name"):
             store.save(_meta(), attachments={bad: b"x"})
+
+
+def test_a_problem_path_and_its_name_file_the_same_snapshots(tmp_path):
+    """evaluate files snapshots under the folder name; an agent passing the path to status or history
+    must find them too."""
+    from kernel_mcp.tools import snapshot as tools
+    (tmp_path / "add.py").write_text("def custom_kernel(data):\n    return data\n")
+    made = tools.snapshot(tmp_path, "problems/vector_add/", "add.py")
+    assert made.problem == "vector_add"
+    assert [s.id for s in tools.history(tmp_path, "problems/vector_add")] == [made.id]
+    assert [s.id for s in tools.history(tmp_path, "vector_add")] == [made.id]
+    assert tools.status(tmp_path, "problems/vector_add").evaluations == tools.status(tmp_path, "vector_add").evaluations == 1

@@ -8,6 +8,7 @@ backends/amd.py) and give a static occupancy (occupancy.py). Results are cached 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -38,8 +39,32 @@ def find_problem(candidate: Path) -> Problem:
                      "input is used to see which kernels the candidate launches)")
 
 
+@functools.lru_cache(maxsize=1)
+def _own_code_digest() -> str:
+    """A digest of kernel_mcp's own source: a cached answer from older code (a fixed bug, a new parser)
+    must not be served, and a development checkout's version string never changes."""
+    digest = hashlib.sha256()
+    package = Path(kernel_mcp.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _binary_identity(path: str | None) -> str:
+    """Where a compiler is and when it was installed: a cheap stand-in for its version (asking nvcc or
+    hipcc for it takes longer than a whole cache hit may)."""
+    if path is None:
+        return "missing"
+    try:
+        return f"{os.path.realpath(path)}@{int(os.stat(path).st_mtime)}"
+    except OSError:
+        return "missing"
+
+
 def _toolchain() -> dict[str, str]:
-    versions = {"kernel_mcp": kernel_mcp.__version__ if hasattr(kernel_mcp, "__version__") else "dev"}
+    from kernel_mcp.backends import cuda, hip
+    versions = {"kernel_mcp": getattr(kernel_mcp, "__version__", "dev") + "+" + _own_code_digest(),
+                "nvcc": _binary_identity(cuda.nvcc()), "hipcc": _binary_identity(hip.hipcc())}
     for package in ("triton",):
         try:
             versions[package] = importlib.metadata.version(package)

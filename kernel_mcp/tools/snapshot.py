@@ -31,6 +31,12 @@ def metrics(check: CheckResult | None = None, profile: ProfileResult | None = No
     return out
 
 
+def problem_name(problem: str | Path) -> str:
+    """Snapshots are filed under the problem folder's name; a path to it ("problems/softmax/") means the
+    same problem, so status and history find what evaluate recorded whichever form an agent passes."""
+    return Path(str(problem).rstrip("/\\")).name or str(problem)
+
+
 def _relative(store: Store, path: str | Path) -> str:
     full = (store.root / path).resolve()
     if not full.is_relative_to(store.root):
@@ -47,14 +53,15 @@ def snapshot(root: str | Path, problem: str, candidate: str | Path, files: list[
     store = Store(root)
     name = _relative(store, candidate)
     stored = [name] + [_relative(store, f) for f in files or [] if _relative(store, f) != name]
-    meta = SnapshotMeta(problem=problem, candidate=name, files=stored, author=author, note=note, **metrics(**results))
+    meta = SnapshotMeta(problem=problem_name(problem), candidate=name, files=stored, author=author, note=note, **metrics(**results))
     return store.save(meta, parent=parent, attachments=attachments)
 
 
 def history(root: str | Path, problem: str | None = None, passed_only: bool = False, author: str | None = None,
             limit: int = 20) -> list[Snapshot]:
     """The leaderboard, best first (passed and trusted, then speedup)."""
-    return snapshots.leaderboard(_all(root), problem, passed_only, author)[:limit]
+    return snapshots.leaderboard(_all(root), problem_name(problem) if problem else None, passed_only,
+                                 author)[:limit]
 
 
 def _all(root: str | Path) -> list[Snapshot]:
@@ -68,7 +75,7 @@ def _all(root: str | Path) -> list[Snapshot]:
 
 
 def best(root: str | Path, problem: str | None = None) -> Snapshot | None:
-    return snapshots.best(_all(root), problem)
+    return snapshots.best(_all(root), problem_name(problem) if problem else None)
 
 
 def best_file(root: str | Path, problem: str, name: str | None = None) -> tuple[Snapshot, bytes | None]:
@@ -101,4 +108,5 @@ def restore(root: str | Path, snapshot_id: str, force: bool = False) -> list[str
 
 def status(root: str | Path, problem: str, policy: StallPolicy | None = None) -> StallStatus:
     """The stall signal for one problem's search."""
-    return assess([s for s in _all(root) if s.problem == problem], policy)
+    name = problem_name(problem)
+    return assess([s for s in _all(root) if s.problem == name], policy)
