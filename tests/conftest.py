@@ -10,6 +10,18 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PROBLEMS = REPO / "problems"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CUDA_FIXTURE = FIXTURES / "cuda" / "add_inline.py"  # vector_add in CUDA C++ through load_inline
+
+
+def broken_cuda_candidate(folder: Path) -> tuple[Path, int]:
+    """CUDA_FIXTURE with an undeclared name in its kernel, written to folder, and the line of the Python
+    file the compiler error must be mapped back to."""
+    source = CUDA_FIXTURE.read_text().replace("if (i < n) out[i] = add_values(a[i], b[i]);",
+                                              "if (i < n) out[i] = add_values(a[i], b[i]) + missing_value;")
+    assert "missing_value" in source  # the fixture still has the line replaced
+    broken = folder / "broken_cuda.py"
+    broken.write_text(source)
+    return broken, next(i for i, text in enumerate(source.splitlines(), 1) if "missing_value" in text)
 
 
 def _has_gpu() -> bool:

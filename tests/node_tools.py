@@ -50,3 +50,12 @@ def skip_reason(package: str, binary: str) -> str:
     if shutil.which("npm") is None or shutil.which("node") is None:
         return f"{binary}: needs node and npm on PATH to install {package}"
     return f"{binary}: `npm install {package}` into {node_dir()} failed (offline?)"
+
+
+def node_cli_or_skip(package: str, binary: str) -> Path:
+    """node_cli(), or skip the calling test with the reason it is missing."""
+    import pytest
+    path = node_cli(package, binary)
+    if path is None:
+        pytest.skip(skip_reason(package, binary))
+    return path

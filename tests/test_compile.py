@@ -12,7 +12,7 @@ from kernel_mcp.backends import hip
 from kernel_mcp.results import UsageError
 from kernel_mcp.tools.compile import compile
 
-from conftest import PROBLEMS, REPO
+from conftest import CUDA_FIXTURE, PROBLEMS, broken_cuda_candidate
 
 TARGETS = ["sm_80", "sm_90a", "sm_100", "gfx90a", "gfx942", "gfx950"]
 BUNDLED = sorted(p.name for p in PROBLEMS.iterdir() if (p / "task.yml").exists())
@@ -124,7 +124,6 @@ def test_cli_json(tmp_path):
     assert proc.returncode == 0 and body["ok"] and body["targets"] == ["sm_90a", "gfx942"], proc.stderr
 
 
-CUDA_FIXTURE = REPO / "tests" / "fixtures" / "cuda" / "add_inline.py"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) is not installed")
 
 
@@ -149,11 +148,7 @@ def test_load_inline_cuda_compiles_for_nvidia_and_amd_in_one_call():
 
 @needs_nvcc
 def test_cuda_error_maps_to_the_line_in_the_python_file(tmp_path):
-    source = CUDA_FIXTURE.read_text().replace("if (i < n) out[i] = add_values(a[i], b[i]);",
-                                              "if (i < n) out[i] = add_values(a[i], b[i]) + missing_value;")
-    broken = tmp_path / "broken_cuda.py"
-    broken.write_text(source)
-    expected_line = next(i for i, text in enumerate(source.splitlines(), 1) if "missing_value" in text)
+    broken, expected_line = broken_cuda_candidate(tmp_path)
     result = compile(broken, problem=PROBLEMS / "vector_add", targets=["sm_90a"])
     assert not result.ok and result.builds and not result.builds[0].ok
     assert result.builds[0].file == str(broken) and result.builds[0].line == expected_line

@@ -8,9 +8,8 @@ import pytest
 from kernel_mcp.backends import hip
 from kernel_mcp.tools.compile import compile
 
-from conftest import PROBLEMS, REPO
+from conftest import CUDA_FIXTURE, PROBLEMS, REPO, broken_cuda_candidate
 
-CUDA_FIXTURE = REPO / "tests" / "fixtures" / "cuda" / "add_inline.py"
 HIP_FIXTURE = REPO / "tests" / "fixtures" / "hip" / "reverse_add.py"
 pytestmark = pytest.mark.skipif(hip.hipcc() is None, reason="hipcc is not installed (apt-get install hipcc, or ROCm)")
 
@@ -51,11 +50,7 @@ def test_load_inline_cuda_is_hipified_and_built_for_gfx90a_and_gfx942_says_what_
 
 
 def test_hip_error_maps_to_the_line_in_the_python_file(tmp_path):
-    source = CUDA_FIXTURE.read_text().replace("if (i < n) out[i] = add_values(a[i], b[i]);",
-                                              "if (i < n) out[i] = add_values(a[i], b[i]) + missing_value;")
-    broken = tmp_path / "broken_cuda.py"
-    broken.write_text(source)
-    expected_line = next(i for i, text in enumerate(source.splitlines(), 1) if "missing_value" in text)
+    broken, expected_line = broken_cuda_candidate(tmp_path)
     result = compile(broken, problem=PROBLEMS / "vector_add", targets=["gfx90a"])
     assert not result.ok and len(result.builds) == 1
     build = result.builds[0]

@@ -18,7 +18,7 @@ from kernel_mcp import install as inst
 from kernel_mcp.install import CLIENTS, InstallResult, install
 from kernel_mcp.results import UsageError
 
-from node_tools import node_cli, skip_reason
+from node_tools import node_cli_or_skip
 
 REPO = Path(__file__).resolve().parent.parent
 SKILL_NAMES = [s.name for s in texts.load_skills()]
@@ -294,18 +294,12 @@ def test_skills_name_only_tools_the_server_has(tmp_path):
 
 @pytest.fixture(scope="module")
 def claude() -> Path:
-    path = node_cli("@anthropic-ai/claude-code", "claude")
-    if path is None:
-        pytest.skip(skip_reason("@anthropic-ai/claude-code", "claude"))
-    return path
+    return node_cli_or_skip("@anthropic-ai/claude-code", "claude")
 
 
 @pytest.fixture(scope="module")
 def codex() -> Path:
-    path = node_cli("@openai/codex", "codex")
-    if path is None:
-        pytest.skip(skip_reason("@openai/codex", "codex"))
-    return path
+    return node_cli_or_skip("@openai/codex", "codex")
 
 
 def run_cli(args: list, cwd: Path, home: Path, **env: str) -> subprocess.CompletedProcess:

@@ -27,7 +27,7 @@ from conftest import PROBLEMS, REPO
 from fakes.anthropic_api import AnthropicFake
 from fakes.model_server import ToolScript
 from fakes.openai_responses import ResponsesFake
-from node_tools import node_cli, skip_reason
+from node_tools import node_cli_or_skip
 
 INSPECTOR = ("@modelcontextprotocol/inspector", "mcp-inspector")
 CLAUDE = ("@anthropic-ai/claude-code", "claude")
@@ -38,13 +38,6 @@ EVALUATE = {"problem": "vector_add", "candidate": "add.py", "device": "cpu", "bu
 PROMPT = "Evaluate add.py on the vector_add problem with the kernel-mcp evaluate tool."
 CLIENT_TIMEOUT_S = 300
 CLOSED_PORT_PROXY = "http://127.0.0.1:9"  # the discard port: nothing listens, so a stray request fails at once
-
-
-def _client(package: str, binary: str) -> Path:
-    path = node_cli(package, binary)
-    if path is None:
-        pytest.skip(skip_reason(package, binary))
-    return path
 
 
 def _version(binary: Path) -> str:
@@ -136,7 +129,7 @@ def _inspector(binary: Path, config: Path, *args: str, env: dict[str, str]) -> d
 
 @pytest.mark.timeout(600)
 def test_inspector_lists_tools_and_runs_check_through_the_cursor_config(workspace, home):
-    inspector = _client(*INSPECTOR)
+    inspector = node_cli_or_skip(*INSPECTOR)
     env = _env(home)
     _install("cursor", "project", workspace, env)
     config = workspace / ".cursor" / "mcp.json"
@@ -159,7 +152,7 @@ def test_inspector_lists_tools_and_runs_check_through_the_cursor_config(workspac
 
 @pytest.mark.timeout(600)
 def test_claude_code_calls_evaluate_with_the_project_install(workspace, home):
-    claude = _client(*CLAUDE)
+    claude = node_cli_or_skip(*CLAUDE)
     env = _env(home)
     _install("claude-code", "project", workspace, env)
     script = ToolScript("__evaluate", EVALUATE)
@@ -184,7 +177,7 @@ def test_claude_code_calls_evaluate_with_the_project_install(workspace, home):
 
 @pytest.mark.timeout(600)
 def test_codex_exec_calls_evaluate_with_the_user_install(workspace, home):
-    codex = _client(*CODEX)
+    codex = node_cli_or_skip(*CODEX)
     codex_home = home / ".codex"
     env = _env(home, CODEX_HOME=str(codex_home))
     _install("codex", "user", workspace, env)

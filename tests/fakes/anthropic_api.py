@@ -2,11 +2,10 @@
 plays a ToolScript: what Claude Code needs to run one MCP tool call against a fake model."""
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
-from fakes.model_server import FakeModelServer, Reply, Seen, ToolScript
+from fakes.model_server import FakeModelServer, Reply, Seen
 
 USAGE = {"input_tokens": 12, "output_tokens": 7, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 
@@ -27,11 +26,6 @@ def _tool_result_text(messages: list[dict], call_id: str) -> str | None:
 
 
 class AnthropicFake(FakeModelServer):
-    def __init__(self, script: ToolScript):
-        super().__init__()
-        self.script = script
-        self.ids = itertools.count(1)
-
     def handle(self, seen: Seen) -> Reply:
         path = seen.path.split("?")[0]
         if seen.method == "POST" and path == "/v1/messages/count_tokens":

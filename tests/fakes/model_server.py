@@ -2,6 +2,7 @@
 script the fake "model" plays (call one MCP tool, then answer once the tool's result comes back)."""
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from dataclasses import dataclass, field
@@ -58,7 +59,9 @@ class ToolScript:
 class FakeModelServer:
     """Serve ``handle(Seen) -> Reply`` on 127.0.0.1 at a free port, in a daemon thread, for a ``with`` block."""
 
-    def __init__(self):
+    def __init__(self, script: ToolScript):
+        self.script = script  # what the fake "model" does, whichever API it speaks
+        self.ids = itertools.count(1)  # for the message/response ids the API returns
         self.requests: list[Seen] = []
         fake = self
 

@@ -2,11 +2,10 @@
 what Codex needs to run one MCP tool call against a fake model."""
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
-from fakes.model_server import FakeModelServer, Reply, Seen, ToolScript
+from fakes.model_server import FakeModelServer, Reply, Seen
 
 
 def _output_text(output: Any) -> str:
@@ -39,11 +38,6 @@ def _tool_names(tools: list[dict]) -> dict[str, tuple[str | None, str]]:
 
 
 class ResponsesFake(FakeModelServer):
-    def __init__(self, script: ToolScript):
-        super().__init__()
-        self.script = script
-        self.ids = itertools.count(1)
-
     def handle(self, seen: Seen) -> Reply:
         path = seen.path.split("?")[0]
         if seen.method == "POST" and path.endswith("/responses"):
