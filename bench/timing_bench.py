@@ -5,8 +5,8 @@
 LIST (comma-separated) replaces a part's default problems (repeat, cost) or vector sizes (fidelity).
 
 repeat    5 independent `profile` runs of the same kernels: max/min of their medians (goal <= 1.02)
-fidelity  our op-time median and CUPTI kernel time vs Nsight Compute's gpu__time_duration, vector_add at
-          several sizes (goal: within 3% for kernels >= 10 us)
+fidelity  our op-time median and CUPTI kernel time vs Nsight Compute's median gpu__time_duration over 10
+          calls, vector_add at several sizes (goal: within 3% for kernels >= 10 us)
 cost      wall time for `profile` to reach +-1% on each bundled problem, side by side with a fixed protocol
           (100 calls, L2 flush, CUDA events, same input: the usual harness practice) and its spread
 roof      `calibrate`, then % of the measured bandwidth or matmul rate each bundled baseline reaches
@@ -70,26 +70,48 @@ def _vector_add_sized(tmp: Path, n: int) -> Path:
     return folder
 
 
+NCU_CALLS = 12  # ncu witness: calls profiled per size; the first two are dropped (first-touch effects)
+KERNEL_CALLS = 11  # CUPTI calls per shape in the fidelity profile (profile's default is 3)
+
+
+def ncu_median_us(problem: Path, candidate: Path, params: dict, out: Path) -> tuple[float | None, str]:
+    """(median gpu__time_duration in us per call, note): ncu times NCU_CALLS calls of the candidate with only
+    that metric collected (a single pass; the counter set of `profile --counters` replays the kernel several
+    times and reads the duration in one of those passes), --clock-control none, caches flushed by ncu."""
+    import subprocess
+
+    from kernel_mcp.counters import NVTX_RANGE
+    from kernel_mcp.counters.ncu import M_DURATION, ncu_command, parse_ncu_csv
+    spec = {"problem": str(problem), "candidate": str(candidate), "params": params, "calls": NCU_CALLS}
+    log = out / f"ncu_{problem.name}.csv"
+    target = [sys.executable, "-m", "kernel_mcp.worker.counter_target", json.dumps(spec)]
+    done = subprocess.run(ncu_command(target, log, metrics=(M_DURATION,)), capture_output=True, text=True,
+                          timeout=600, cwd=REPO)
+    kernels = parse_ncu_csv(log.read_text()) if log.exists() else []
+    if done.returncode or len(kernels) < NCU_CALLS:
+        return None, f"ncu rc {done.returncode}, {len(kernels)} kernels: {(done.stderr or done.stdout)[-300:]}"
+    per_call = len(kernels) // NCU_CALLS
+    durations = [sum(k.duration_us or 0 for k in kernels[i:i + per_call]) for i in range(0, len(kernels), per_call)]
+    return stats.median(durations[2:]), f"{len(kernels)} kernels, {per_call} per call"
+
+
 def part_fidelity(out: Path) -> list[dict]:
-    """Each size is profiled once per flush mode (read, write), side by side, each with its ncu run."""
-    import os
+    """Each size: `profile` (op time from events, kernel time from CUPTI), then ncu's median duration."""
+    from kernel_mcp.problem import load_problem
     rows = []
-    for n, mode in [(n, mode) for n in _listed([1 << 16, 1 << 20, 1 << 22, 1 << 24, 1 << 26]) for mode in ("read", "write")]:
+    for n in _listed([1 << 22, 1 << 23, 1 << 24, 1 << 26]):
         folder = _vector_add_sized(out / "problems", n)
-        os.environ["KERNEL_MCP_FLUSH"] = mode  # inherited by the judge and candidate processes
-        result = profile(folder, PROBLEMS / "vector_add" / "baseline.py", device="cuda",
-                         settings=settings_from(budget_s=6), counters=True)
+        candidate = PROBLEMS / "vector_add" / "baseline.py"
+        result = profile(folder, candidate, device="cuda", settings=settings_from(budget_s=6, kernel_calls=KERNEL_CALLS))
         shape = result.shapes[0] if result.shapes else None
-        ncu = sum(k.duration_us or 0 for k in result.counters.kernels) if result.counters else 0
-        row = {"n": n, "flush": mode, "op_us": shape.candidate.median_ms * 1e3 if shape else None,
-               "kernel_us": (shape.candidate.kernel_ms or 0) * 1e3 if shape else None, "ncu_us": ncu,
-               "counters": result.counters.message[:200] if result.counters else ""}
+        ncu, note = ncu_median_us(folder, candidate, load_problem(folder).benchmarks[0], out)
+        row = {"n": n, "op_us": shape.candidate.median_ms * 1e3 if shape else None,
+               "kernel_us": (shape.candidate.kernel_ms or 0) * 1e3 if shape else None, "ncu_us": ncu, "ncu": note}
         if ncu and shape:
             row["op_vs_ncu"] = row["op_us"] / ncu
             row["kernel_vs_ncu"] = row["kernel_us"] / ncu
         rows.append(row)
-    os.environ.pop("KERNEL_MCP_FLUSH", None)
-    _table(rows, ["n", "flush", "op_us", "kernel_us", "ncu_us", "op_vs_ncu", "kernel_vs_ncu"])
+    _table(rows, ["n", "op_us", "kernel_us", "ncu_us", "op_vs_ncu", "kernel_vs_ncu", "ncu"])
     return rows
 
 
@@ -149,8 +171,9 @@ def part_roof(out: Path) -> list[dict]:
     from kernel_mcp.tools.calibrate import calibrate
     from kernel_mcp.tools.roofline import roofline_from
     cal = calibrate()
-    rows = [{"problem": "calibration", "copy_TBps": cal.copy_bytes_per_s / 1e12,
-             **{k: v / 1e12 for k, v in cal.matmul_flops_per_s.items()}}]
+    rows = [{"problem": "calibration", **{f"{k} TB/s": v / 1e12 for k, v in cal.bandwidth_by_mix.items()},
+             **{f"{k} TFLOP/s": v / 1e12 for k, v in cal.matmul_flops_per_s.items()}}]
+    print(rows[0], flush=True)
     for folder in _problems():
         prof = profile(folder, folder / "baseline.py", device="cuda", settings=settings_from(budget_s=10))
         roof = roofline_from(prof, load_problem(folder).spec.unit, png=out / f"roofline_{folder.name}.png")

@@ -177,7 +177,8 @@ def install(client: str = typer.Argument(..., help="claude-code | codex | cursor
 
 @app.command()
 def calibrate(as_json: bool = JSON_OPT) -> None:
-    """Measure this GPU's copy bandwidth and matmul rates (random data) and cache them for the roofline."""
+    """Measure this GPU's memory bandwidth (best of three read/write mixes) and matmul rates (random data)
+    and cache them for the roofline."""
     from kernel_mcp.tools.calibrate import cache_file
     from kernel_mcp.tools.calibrate import calibrate as run
     try:
@@ -188,7 +189,9 @@ def calibrate(as_json: bool = JSON_OPT) -> None:
         sys.stdout.write(result.model_dump_json(indent=1) + "\n")
         return
     table = Table("ceiling", "measured")
-    table.add_row("copy bandwidth", f"{result.copy_bytes_per_s / 1e12:.2f} TB/s")
+    for mix, rate in result.bandwidth_by_mix.items():
+        best = " (the roof)" if rate == result.bandwidth_bytes_per_s else ""
+        table.add_row(f"bandwidth, {mix}", f"{rate / 1e12:.2f} TB/s{best}")
     for unit, rate in result.matmul_flops_per_s.items():
         table.add_row(f"matmul {unit}", f"{rate / 1e12:.1f} TFLOP/s")
     Console().print(f"{result.device_name} (cached in {cache_file()})")

@@ -26,7 +26,7 @@ import pytest
 from kernel_mcp.results import CheckResult
 from kernel_mcp.tools.check import check
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import REPO as ROOT, repo_pythonpath
 CHEATS = ROOT / "tests" / "cheats"
 VECTOR_ADD = ROOT / "problems" / "vector_add"
 MATMUL_FP32 = ROOT / "problems" / "matmul_fp32"
@@ -102,7 +102,7 @@ def cli(args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT, ti
 def minimal_env(**extra: str) -> dict[str, str]:
     env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
     # keep the machine's own extra package folders (the GPU machine installs dependencies under one)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = repo_pythonpath()
     if "PYTHONPATH" in extra:
         extra = {**extra, "PYTHONPATH": os.pathsep.join(filter(None, [extra["PYTHONPATH"], env["PYTHONPATH"]]))}
     return {**env, **extra}

@@ -46,3 +46,21 @@ def test_human_output_and_demo_table():
     rows = json.loads(demo.stdout)
     assert {r["problem"] for r in rows} >= {p.name for p in PROBLEMS.iterdir() if (p / "task.yml").exists()}
     assert all(r["passed"] for r in rows)
+
+
+def test_calibrate_table_names_each_mix_and_the_roof(monkeypatch):
+    """The rendering of a calibration (measuring needs a GPU; tests/test_gpu_profile.py does that)."""
+    from typer.testing import CliRunner
+
+    from kernel_mcp import cli
+    from kernel_mcp.tools import calibrate
+    measured = calibrate.Calibration(
+        device_name="GPU A", measured_at="2026-11-30T00:00:00Z", torch_version="x", bandwidth_bytes_per_s=4.35e12,
+        bandwidth_by_mix={"copy (1 read : 1 write)": 4.16e12, "sum (read only)": 4.35e12},
+        matmul_flops_per_s={"bf16_tensor": 7.93e14})
+    monkeypatch.setattr(calibrate, "calibrate", lambda on_progress=None: measured)
+    text = CliRunner().invoke(cli.app, ["calibrate"], terminal_width=200).output
+    assert "copy (1 read : 1 write)" in text and "4.16 TB/s" in text and "793.0 TFLOP/s" in text
+    assert "4.35 TB/s (the roof)" in text and "4.16 TB/s (the roof)" not in text
+    as_json = json.loads(CliRunner().invoke(cli.app, ["calibrate", "--json"]).output)
+    assert as_json["bandwidth_bytes_per_s"] == 4.35e12

@@ -109,3 +109,23 @@ def test_counters_come_from_ncu_and_witness_the_time():
         pytest.skip(f"ncu not usable here: {report.message if report else 'no report'}")
     assert report.kernels and report.kernels[0].duration_us > 0, report
     assert result.trusted, result.findings
+
+
+def test_calibrate_measures_plausible_ceilings(tmp_path, monkeypatch):
+    """Measured ceilings sit below the datasheet (nothing beats the hardware) and not absurdly far below it;
+    the roof is the best of the mixes, and the cache holds what was returned."""
+    import torch
+
+    from kernel_mcp import devices
+    from kernel_mcp.tools import calibrate
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path))
+    result = calibrate.calibrate()
+    assert set(result.bandwidth_by_mix) == set(calibrate.STREAMS)
+    assert result.bandwidth_bytes_per_s == max(result.bandwidth_by_mix.values())
+    assert calibrate.load_cached(torch.cuda.get_device_name()) == result
+    sheet = devices.lookup(result.device_name)
+    if sheet is None:
+        pytest.skip(f"{result.device_name} is not in the ceilings table")
+    assert 0.5 * sheet.hbm_bytes_per_s < result.bandwidth_bytes_per_s <= 1.02 * sheet.hbm_bytes_per_s
+    for unit, rate in result.matmul_flops_per_s.items():
+        assert 0.2 * sheet.peak_flops[unit] < rate <= 1.02 * sheet.peak_flops[unit], unit

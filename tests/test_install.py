@@ -18,9 +18,9 @@ from kernel_mcp import install as inst
 from kernel_mcp.install import CLIENTS, InstallResult, install
 from kernel_mcp.results import UsageError
 
+from conftest import REPO, repo_pythonpath
 from node_tools import node_cli_or_skip
 
-REPO = Path(__file__).resolve().parent.parent
 SKILL_NAMES = [s.name for s in texts.load_skills()]
 
 
@@ -247,7 +247,7 @@ def test_root_must_be_a_directory(places):
 
 def test_cli_install_and_its_usage_error(places):
     root, home = places
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     bad = subprocess.run([sys.executable, "-m", "kernel_mcp", "install", "vscode", "--root", str(root)],
                          capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "claude-code, codex, cursor" in bad.stderr
@@ -304,7 +304,7 @@ def codex() -> Path:
 
 def run_cli(args: list, cwd: Path, home: Path, **env: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k != "CODEX_HOME"}  # Codex then uses HOME/.codex
-    environment.update(HOME=str(home), PYTHONPATH=str(REPO), **env)
+    environment.update(HOME=str(home), PYTHONPATH=repo_pythonpath(), **env)
     return subprocess.run([str(a) for a in args], cwd=cwd, env=environment, capture_output=True, text=True,
                           timeout=300)
 

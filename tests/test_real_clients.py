@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import PROBLEMS, REPO
+from conftest import PROBLEMS, REPO, repo_pythonpath
 from fakes.anthropic_api import AnthropicFake
 from fakes.model_server import ToolScript
 from fakes.openai_responses import ResponsesFake
@@ -77,7 +77,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     request that does not go to the loopback fake sent to a closed port."""
     drop = ("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
     env = {key: value for key, value in os.environ.items() if not key.upper().startswith(drop)}
-    env.update(HOME=str(home), PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    env.update(HOME=str(home), PYTHONPATH=repo_pythonpath(),
                KERNEL_MCP_CACHE=str(home / ".cache" / "kernel_mcp"), HTTP_PROXY=CLOSED_PORT_PROXY,
                HTTPS_PROXY=CLOSED_PORT_PROXY, NO_PROXY="127.0.0.1,localhost", **extra)
     return env

@@ -20,7 +20,7 @@ from kernel_mcp.server import PNG_MAGIC, build_server
 from kernel_mcp.tools import snapshot as snapshots
 from kernel_mcp.tools.evaluate import _chart as evaluate_chart
 
-from conftest import PROBLEMS, REPO
+from conftest import PROBLEMS, REPO, repo_pythonpath
 
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
 TOOLS = {"check", "compile", "profile", "roofline", "evaluate", "snapshot", "history", "diff", "restore", "status"}
@@ -235,8 +235,7 @@ def test_stdio_server_answers_tools_list_soon_after_start(workspace):
     of two spawns, so that one slow start on a busy machine does not fail the test."""
     async def run():
         params = StdioServerParameters(command=sys.executable, args=["-m", "kernel_mcp", "serve", "--root", str(workspace)],
-                                       cwd=str(REPO), env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                           filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
+                                       cwd=str(REPO), env={**os.environ, "PYTHONPATH": repo_pythonpath()})
         started = time.monotonic()
         async with Client(params) as client:
             names = {t.name for t in (await client.list_tools()).tools}

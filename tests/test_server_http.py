@@ -15,7 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 from kernel_mcp.results import UsageError
 from kernel_mcp.server import is_loopback, parse_listen
 
-from conftest import REPO
+from conftest import REPO, repo_pythonpath
 
 TOKEN = "test-token-4f1c"
 
@@ -28,8 +28,7 @@ def _free_port() -> int:
 
 def _start(root, *extra, env=None):
     port = _free_port()
-    env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
-                                                                                   os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, **(env or {}), "PYTHONPATH": repo_pythonpath()}
     server = subprocess.Popen([sys.executable, "-m", "kernel_mcp", "serve", "--root", str(root), "--http",
                                f"127.0.0.1:{port}", *extra], cwd=REPO, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
@@ -124,7 +123,7 @@ def test_only_loopback_counts_as_local():
 def test_binding_beyond_loopback_warns(tmp_path):
     """0.0.0.0 has to be asked for, and then the banner warns; the server still demands the token."""
     port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     server = subprocess.Popen([sys.executable, "-m", "kernel_mcp", "serve", "--root", str(tmp_path), "--http",
                                f"0.0.0.0:{port}", "--token", TOKEN], cwd=REPO, env=env, stderr=subprocess.PIPE,
                               text=True)
@@ -137,6 +136,6 @@ def test_binding_beyond_loopback_warns(tmp_path):
 
 def test_serve_refuses_a_bad_address_with_exit_code_2(tmp_path):
     out = subprocess.run([sys.executable, "-m", "kernel_mcp", "serve", "--root", str(tmp_path), "--http", "nope"],
-                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": repo_pythonpath()}, capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 2 and "--http wants HOST:PORT" in out.stderr

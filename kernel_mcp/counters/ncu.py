@@ -68,7 +68,8 @@ NCU_METRICS: tuple[str, ...] = (
 _NCU_EXTRA = {M_THEORETICAL_OCC: "theoretical_occupancy_pct", M_WAVES: "waves_per_sm"}
 
 
-def ncu_command(target_argv: list[str], output_csv: Path | None = None) -> list[str]:
+def ncu_command(target_argv: list[str], output_csv: Path | None = None,
+                metrics: tuple[str, ...] = NCU_METRICS) -> list[str]:
     """The Nsight Compute command line that profiles only the kernels inside the candidate's NVTX range.
 
     Syntax from the Nsight Compute CLI guide, https://docs.nvidia.com/nsight-compute/NsightComputeCli/:
@@ -92,7 +93,7 @@ def ncu_command(target_argv: list[str], output_csv: Path | None = None) -> list[
         "--target-processes", "all",
         "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/",
         "--csv", "--page", "raw",
-        "--metrics", ",".join(NCU_METRICS),
+        "--metrics", ",".join(metrics),
     ]
     if output_csv is not None:
         command += ["--log-file", str(output_csv)]

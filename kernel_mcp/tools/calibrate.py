@@ -1,8 +1,13 @@
-"""calibrate: measure the present GPU's copy bandwidth and matmul rates, and cache them per device.
+"""calibrate: measure the present GPU's memory bandwidth and matmul rates, and cache them per device.
 
 Datasheet peaks are not reachable in practice (an H200 copies at ~4.3 of its 4.8 TB/s, DESIGN.md), so the
 roofline prefers measured ceilings when this cache has them, and says which it used. Data is random
 (normal), never zeros: tensor cores draw less power on zeros and run faster than on real data.
+
+The bandwidth ceiling is the best of three streams with different read/write mixes. HBM's achievable rate
+depends on the mix (read/write turnarounds cost bus time), so a copy alone is not the roof of a kernel that
+reads more than it writes: on an H200 the bundled 2-read/1-write vector_add reached 104% of a copy's
+bandwidth (BENCHMARKS.md, 2026-11-30). No honest kernel should sit above 100% of the best mix.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from pydantic import BaseModel
 from kernel_mcp import stats
 from kernel_mcp.results import UsageError
 
-COPY_BYTES = 1 << 30  # 1 GiB: far beyond any L2/LLC, so the copy streams from and to HBM
+STREAM_BYTES = 1 << 30  # moved per call by each stream: a working set far beyond any L2/LLC (MI300X: 256 MB)
 MATMUL_N = 8192  # 2*8192^3 = 1.1 TFLOP per call: long enough that launch overhead vanishes
 REPEATS = 20
 MATMUL_DTYPES = ("float32", "tf32", "bfloat16", "float16")
@@ -28,7 +33,8 @@ class Calibration(BaseModel):
     device_name: str
     measured_at: str  # UTC, ISO 8601
     torch_version: str
-    copy_bytes_per_s: float  # read + write bytes of a device-to-device copy, per second
+    bandwidth_bytes_per_s: float  # the best of bandwidth_by_mix: the roofline's memory ceiling
+    bandwidth_by_mix: dict[str, float]  # stream name (STREAMS) -> bytes read + written per second
     matmul_flops_per_s: dict[str, float]  # devices.Ceilings.peak_flops keys -> measured FLOP/s
 
 
@@ -59,27 +65,37 @@ def _store(calibration: Calibration) -> None:
 
 
 def _median_ms(fn, repeats: int = REPEATS) -> float:
+    """Median device time of fn over back-to-back calls: the host enqueues every call before the device has
+    finished the first, so no launch gap sits inside an event pair (a gap would lower the ceiling)."""
     import torch
     for _ in range(3):
         fn()
-    samples = []
-    for _ in range(repeats):
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+    torch.cuda.synchronize()
+    for begin, end in events:
         begin.record()
         fn()
         end.record()
-        end.synchronize()
-        samples.append(begin.elapsed_time(end))
-    return stats.median(samples)
+    torch.cuda.synchronize()
+    return stats.median([begin.elapsed_time(end) for begin, end in events])
 
 
-def measure_copy(nbytes: int = COPY_BYTES) -> float:
+# name -> (fp32 tensors it touches, each read or written once per call; the operation (torch, tensors))
+STREAMS = {
+    "copy (1 read : 1 write)": (2, lambda torch, t: t[1].copy_(t[0])),
+    "add (2 reads : 1 write)": (3, lambda torch, t: torch.add(t[0], t[1], out=t[2])),
+    "sum (read only)": (1, lambda torch, t: t[0].sum()),
+}
+
+
+def measure_stream(name: str, nbytes: int = STREAM_BYTES) -> float:
+    """Bytes read + written per second by one STREAMS entry, its tensors sized to move ``nbytes`` per call."""
     import torch
-    src = torch.randn(nbytes // 4, device="cuda")
-    dst = torch.empty_like(src)
-    ms = _median_ms(lambda: dst.copy_(src))
-    return 2 * nbytes / (ms / 1e3)
+    count, operation = STREAMS[name]
+    elements = nbytes // (4 * count)
+    tensors = [torch.randn(elements, device="cuda") for _ in range(count)]
+    ms = _median_ms(lambda: operation(torch, tensors))
+    return count * 4 * elements / (ms / 1e3)
 
 
 def measure_matmul(dtype_name: str, n: int = MATMUL_N) -> float:
@@ -101,14 +117,18 @@ def calibrate(on_progress=None) -> Calibration:
     if not torch.cuda.is_available():
         raise UsageError("calibrate needs a CUDA or ROCm GPU; torch sees none here")
     say = on_progress or (lambda *_: None)
-    say("copy bandwidth", 0, 1 + len(MATMUL_DTYPES))
-    copy = measure_copy()
+    steps = len(STREAMS) + len(MATMUL_DTYPES)
+    by_mix = {}
+    for i, name in enumerate(STREAMS):
+        say(f"bandwidth: {name}", i, steps)
+        by_mix[name] = measure_stream(name)
     rates = {}
-    for i, name in enumerate(MATMUL_DTYPES, 1):
-        say(f"matmul {name} {MATMUL_N}^3", i, 1 + len(MATMUL_DTYPES))
+    for i, name in enumerate(MATMUL_DTYPES, len(STREAMS)):
+        say(f"matmul {name} {MATMUL_N}^3", i, steps)
         rates[UNIT_OF[name]] = measure_matmul(name)
     result = Calibration(device_name=torch.cuda.get_device_name(),
                          measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                         torch_version=torch.__version__, copy_bytes_per_s=copy, matmul_flops_per_s=rates)
+                         torch_version=torch.__version__, bandwidth_bytes_per_s=max(by_mix.values()),
+                         bandwidth_by_mix=by_mix, matmul_flops_per_s=rates)
     _store(result)
     return result

@@ -33,7 +33,7 @@ def ceilings_for(device_name: str, unit_kind: str, dtype: str) -> tuple[float, f
         unit = "fp32"
     measured = load_cached(device_name)
     if measured and unit in measured.matmul_flops_per_s:
-        return (measured.copy_bytes_per_s, measured.matmul_flops_per_s[unit], unit,
+        return (measured.bandwidth_bytes_per_s, measured.matmul_flops_per_s[unit], unit,
                 f"measured by kernel-mcp calibrate on {measured.measured_at}")
     if table and unit in table.peak_flops:
         return (table.hbm_bytes_per_s, table.peak_flops[unit], unit,

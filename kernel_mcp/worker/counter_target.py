@@ -1,7 +1,8 @@
 """The process a hardware profiler (ncu, rocprofv3) wraps for ``profile --counters``.
 
 It makes one benchmark input, imports the candidate, warms it up (compilation, autotuning), then calls it
-once inside the NVTX range the profiler filters on, so only the candidate's own kernels are measured.
+inside the NVTX range the profiler filters on, so only the candidate's own kernels are measured: once, or
+``calls`` times with a fresh input each (bench/timing_bench.py takes ncu's median duration that way).
 Counters are advice for the model, never the reported time or the verdict; this process is untrusted
 like the candidate host. Usage: ``python -m kernel_mcp.worker.counter_target JSON``.
 """
@@ -29,11 +30,14 @@ def main(spec: dict) -> None:
     kernel = _kernel_from(module, runtime.candidate_init(), "cuda")
     for _ in range(WARMUP_CALLS):
         kernel(data)
-    torch.cuda.synchronize()
-    torch.cuda.nvtx.range_push(NVTX_RANGE)
-    kernel(data)
-    torch.cuda.synchronize()
-    torch.cuda.nvtx.range_pop()
+    for call in range(spec.get("calls", 1)):
+        if call:
+            data = runtime.generate(spec["params"])
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push(NVTX_RANGE)
+        kernel(data)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
 
 
 if __name__ == "__main__":
