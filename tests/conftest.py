@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+PROBLEMS = REPO / "problems"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CUDA_FIXTURE = FIXTURES / "cuda" / "add_inline.py"  # vector_add in CUDA C++ through load_inline
 
 
 def repo_pythonpath() -> str:
     """PYTHONPATH for a child process: this checkout first, then whatever the caller had (the GPU machine
     installs the dependencies into a folder named only by PYTHONPATH; replacing it loses them)."""
     return os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-PROBLEMS = REPO / "problems"
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-CUDA_FIXTURE = FIXTURES / "cuda" / "add_inline.py"  # vector_add in CUDA C++ through load_inline
 
 
 def broken_cuda_candidate(folder: Path) -> tuple[Path, int]:

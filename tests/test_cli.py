@@ -55,7 +55,7 @@ def test_calibrate_table_names_each_mix_and_the_roof(monkeypatch):
     from kernel_mcp import cli
     from kernel_mcp.tools import calibrate
     measured = calibrate.Calibration(
-        device_name="GPU A", measured_at="2026-11-30T00:00:00Z", torch_version="x", bandwidth_bytes_per_s=4.35e12,
+        device_name="GPU A", measured_at="2026-11-30T00:00:00Z", torch_version="x",
         bandwidth_by_mix={"copy (1 read : 1 write)": 4.16e12, "sum (read only)": 4.35e12},
         matmul_flops_per_s={"bf16_tensor": 7.93e14})
     monkeypatch.setattr(calibrate, "calibrate", lambda on_progress=None: measured)

@@ -62,8 +62,8 @@ def test_measured_ceilings_win_and_are_named(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path))
     (tmp_path / "calibration.json").write_text(json.dumps({"NVIDIA H200": {
         "device_name": "NVIDIA H200", "measured_at": "2026-11-29T00:00:00Z", "torch_version": "x",
-        "bandwidth_bytes_per_s": 4.3e12,
-        "bandwidth_by_mix": {"copy (1 read : 1 write)": 4.2e12, "add (2 reads : 1 write)": 4.3e12}, "matmul_flops_per_s": {"bf16_tensor": 7.8e14, "fp32": 5e13}}}))
+        "bandwidth_by_mix": {"copy (1 read : 1 write)": 4.2e12, "add (2 reads : 1 write)": 4.3e12},
+        "matmul_flops_per_s": {"bf16_tensor": 7.8e14, "fp32": 5e13}}}))
     bw, peak, unit, source = ceilings_for("NVIDIA H200", "tensor", "bfloat16")
     assert (bw, peak, unit) == (4.3e12, 7.8e14, "bf16_tensor") and "calibrate" in source
     assert ceilings_for("NVIDIA H200", "vector", "float32")[1] == 5e13
@@ -78,7 +78,7 @@ def test_unknown_device_says_why(tmp_path, monkeypatch):
 def test_calibration_cache_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "deep"))
     entry = calibrate.Calibration(device_name="GPU A", measured_at="t", torch_version="v",
-                                  bandwidth_bytes_per_s=1.0, bandwidth_by_mix={"copy": 1.0},
+                                  bandwidth_by_mix={"copy": 1.0},
                                   matmul_flops_per_s={"fp32": 2.0})
     calibrate._store(entry)
     calibrate._store(entry.model_copy(update={"device_name": "GPU B"}))

@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, computed_field
 
 from kernel_mcp import stats
 from kernel_mcp.results import UsageError
@@ -33,9 +33,14 @@ class Calibration(BaseModel):
     device_name: str
     measured_at: str  # UTC, ISO 8601
     torch_version: str
-    bandwidth_bytes_per_s: float  # the best of bandwidth_by_mix: the roofline's memory ceiling
-    bandwidth_by_mix: dict[str, float]  # stream name (STREAMS) -> bytes read + written per second
+    bandwidth_by_mix: dict[str, float] = Field(min_length=1)  # stream name (STREAMS) -> bytes read + written per s
     matmul_flops_per_s: dict[str, float]  # devices.Ceilings.peak_flops keys -> measured FLOP/s
+
+    @computed_field
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        """The roofline's memory ceiling: the best mix (derived, so a cache entry cannot contradict it)."""
+        return max(self.bandwidth_by_mix.values())
 
 
 def cache_file() -> Path:
@@ -128,7 +133,7 @@ def calibrate(on_progress=None) -> Calibration:
         rates[UNIT_OF[name]] = measure_matmul(name)
     result = Calibration(device_name=torch.cuda.get_device_name(),
                          measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                         torch_version=torch.__version__, bandwidth_bytes_per_s=max(by_mix.values()),
-                         bandwidth_by_mix=by_mix, matmul_flops_per_s=rates)
+                         torch_version=torch.__version__, bandwidth_by_mix=by_mix,
+                         matmul_flops_per_s=rates)
     _store(result)
     return result
