@@ -3,20 +3,19 @@
 Transports: stdio (default), or streamable HTTP behind a bearer token (``serve_http``).
 
 Every path argument is relative to the workspace root (the directory the server starts in, or --root)
-and must resolve inside it. Long instruments run in a worker thread and report progress; timing holds a
-per-machine GPU lease so that several agents' calls queue instead of disturbing each other's numbers.
+and must resolve inside it (workspace.py). Long instruments run in a worker thread and report progress.
+The server's runner (worker/runner.py) keeps processes booted ahead of need and takes each device's
+lease, so several agents' calls share a GPU without disturbing each other's numbers.
 Misuse becomes a ToolError whose message says what to do; an expected failure (a wrong kernel) is data.
 """
 from __future__ import annotations
 
-import fcntl
 import hmac
 import ipaddress
 import os
 import secrets
 import sys
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +28,8 @@ from mcp.types import ToolAnnotations
 from kernel_mcp.results import CheckResult, UsageError
 from kernel_mcp.snapshots import Snapshot
 from kernel_mcp.stall import StallStatus
+from kernel_mcp.workspace import Workspace
+from kernel_mcp.worker.runner import LocalRunner
 from kernel_mcp.summaries import (
     CompileSummary,
     EvaluateSummary,
@@ -49,34 +50,14 @@ INSTRUCTIONS = ("Instruments for GPU kernels. Loop: compile (fast feedback) -> e
                 "Results are compact summaries; pass detail=true for the full report.")
 
 
-class Workspace:
-    """The directory every path argument must stay inside."""
-
-    def __init__(self, root: str | Path):
-        self.root = Path(root).resolve()
+class ToolSpace(Workspace):
+    """The workspace, with refusals as tool errors the model can act on."""
 
     def path(self, name: str, must_exist: bool = True) -> Path:
-        if not name or name.startswith("-"):
-            raise ToolError(f"bad path {name!r}: give a path relative to the workspace {self.root}")
-        full = (self.root / name).resolve()  # resolves symlinks: a link out of the workspace is caught here
-        if not full.is_relative_to(self.root):
-            raise ToolError(f"{name} is outside the workspace {self.root}; paths must stay inside it")
-        if must_exist and not full.exists():
-            raise ToolError(f"{name} does not exist in the workspace {self.root}")
-        return full
-
-
-@contextmanager
-def gpu_lease():
-    """One timing run at a time on this machine (a file lock, so separate server processes queue too)."""
-    lock_dir = Path(os.environ.get("KERNEL_MCP_CACHE", Path.home() / ".cache" / "kernel_mcp"))
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / "gpu.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            return super().path(name, must_exist)
+        except UsageError as exc:
+            raise ToolError(str(exc)) from None
 
 
 async def _run(ctx: Context | None, work: Callable[[Callable], Any]) -> Any:
@@ -91,8 +72,11 @@ async def _run(ctx: Context | None, work: Callable[[Callable], Any]) -> Any:
         raise ToolError(str(exc)) from None
 
 
-def build_server(root: str | Path = ".") -> MCPServer:
-    space = Workspace(root)
+def build_server(root: str | Path = ".", runner: LocalRunner | None = None) -> MCPServer:
+    """The server for one workspace. Its runner keeps a judge and step hosts booted ahead of need (from
+    the first tool call on), so each call after the first finds interpreter, torch and device ready."""
+    space = ToolSpace(root)
+    runner = runner or LocalRunner(warm=True)
     server = MCPServer("kernel_mcp", instructions=INSTRUCTIONS)
 
     @server.tool(annotations=READ_ONLY)
@@ -101,7 +85,7 @@ def build_server(root: str | Path = ".") -> MCPServer:
         sandbox and judges each output against a float64 reference with derived tolerances."""
         from kernel_mcp.tools.check import check as run
         prob, cand = space.path(problem), space.path(candidate)
-        return await _run(ctx, lambda progress: run(prob, cand, device=device, on_progress=progress))
+        return await _run(ctx, lambda progress: run(prob, cand, device=device, on_progress=progress, runner=runner))
 
     @server.tool(annotations=READ_ONLY)
     async def compile(candidate: str, problem: str | None = None, targets: list[str] | None = None,  # noqa: A001
@@ -113,7 +97,7 @@ def build_server(root: str | Path = ".") -> MCPServer:
         cand = space.path(candidate)
         prob = space.path(problem) if problem else None
         result = await _run(ctx, lambda progress: run(cand, problem=prob, targets=targets, asm=asm,
-                                                      on_progress=progress))
+                                                      on_progress=progress, runner=runner))
         return summarize_compile(result, detail)
 
     @server.tool(annotations=READ_ONLY)
@@ -129,9 +113,8 @@ def build_server(root: str | Path = ".") -> MCPServer:
         base = space.path(baseline) if baseline else None
 
         def work(progress):
-            with gpu_lease():
-                return run(prob, cand, baseline=base, device=device, on_progress=progress,
-                           settings=settings_from(budget_s=budget_s, shapes=shapes))
+            return run(prob, cand, baseline=base, device=device, on_progress=progress, runner=runner,
+                       settings=settings_from(budget_s=budget_s, shapes=shapes))
         return summarize_profile(await _run(ctx, work), detail)
 
     @server.tool(annotations=READ_ONLY)
@@ -147,9 +130,8 @@ def build_server(root: str | Path = ".") -> MCPServer:
         chart = space.path(png, must_exist=False) if png else None
 
         def work(progress):
-            with gpu_lease():
-                return run(prob, cand, device=device, png=chart, on_progress=progress,
-                           settings=settings_from(budget_s=budget_s, shapes=shapes))
+            return run(prob, cand, device=device, png=chart, on_progress=progress, runner=runner,
+                       settings=settings_from(budget_s=budget_s, shapes=shapes))
         return summarize_roofline(await _run(ctx, work), detail)
 
     @server.tool(annotations=WRITES_SNAPSHOTS)
@@ -163,9 +145,8 @@ def build_server(root: str | Path = ".") -> MCPServer:
         prob, cand = space.path(problem), space.path(candidate)
 
         def work(progress):
-            with gpu_lease():
-                return run(space.root, prob, cand, device=device, budget_s=budget_s, shapes=shapes, author=author,
-                           note=note, parent=parent, on_progress=progress)
+            return run(space.root, prob, cand, device=device, budget_s=budget_s, shapes=shapes, author=author,
+                       note=note, parent=parent, on_progress=progress, runner=runner)
         return summarize_evaluate(await _run(ctx, work), detail)
 
     _snapshot_tools(server, space)
@@ -314,7 +295,11 @@ def _prompts(server: MCPServer) -> None:
 
 
 def main(root: str = ".") -> None:
-    build_server(root).run()  # stdio
+    runner = LocalRunner(warm=True)
+    try:
+        build_server(root, runner).run()  # stdio
+    finally:
+        runner.close()  # the warm processes would end with their pipes anyway; this is sooner
 
 
 # --- streamable HTTP ----------------------------------------------------------------------------------
@@ -375,5 +360,9 @@ def serve_http(root: str, listen: str, token: str | None = None) -> None:
     if not is_loopback(host):
         say(f"kernel_mcp: WARNING: listening on {host}, reachable from other machines; anyone with the token "
             "can run code through this server. Prefer 127.0.0.1 with an SSH tunnel.\n")
-    app = BearerAuth(build_server(root).streamable_http_app(host=host), token)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    runner = LocalRunner(warm=True)
+    app = BearerAuth(build_server(root, runner).streamable_http_app(host=host), token)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        runner.close()

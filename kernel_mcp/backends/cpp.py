@@ -10,21 +10,19 @@ from pathlib import Path
 from kernel_mcp import occupancy
 from kernel_mcp.backends import amd, nvidia
 from kernel_mcp.backends.targets import Target
-from kernel_mcp.backends.triton import ASM_EXCERPT_CHARS
+from kernel_mcp.backends.triton import ASM_EXCERPT_CHARS, Step
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import CompileResult, Finding, KernelBuild
-from kernel_mcp.worker.steps import environment, run_step
+from kernel_mcp.worker.protocol import CaptureRequest
 
 ASSUMED_BLOCK = 256  # CUDA C++ kernels get their block size at launch; occupancy is shown for this one
 
 
 def builds(path: Path, prob: Problem, targets: list[Target], scratch: Path, asm: bool,
-           result: CompileResult) -> list[KernelBuild]:
-    from kernel_mcp.worker.cpp_capture import MARKER
-    spec = {"candidate": str(path), "problem_dirs": [str(prob.folder), str(prob.folder.parent)]}
-    units = run_step("kernel_mcp.worker.cpp_capture", spec, environment(scratch, False), MARKER, result) or []
-    units = [u for u in units if isinstance(u, dict)]
-    if not units:
+           result: CompileResult, step: Step) -> list[KernelBuild]:
+    values = step(CaptureRequest(candidate=str(path), problem_dirs=[str(prob.folder), str(prob.folder.parent)]))
+    units = [u for u in values or [] if isinstance(u, dict)]
+    if values is not None and not units:  # the step ran, and saw no source
         result.findings.append(Finding(code="no_kernel", message="the candidate passes no CUDA source to "
                                        "torch.utils.cpp_extension.load_inline or load when imported"))
     candidate_text = path.read_text(errors="replace")

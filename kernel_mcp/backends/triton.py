@@ -1,6 +1,7 @@
 """Triton candidates: record the launches of one call, compile them per target, describe the binaries."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from kernel_mcp import occupancy
@@ -8,33 +9,35 @@ from kernel_mcp.backends import amd, nvidia
 from kernel_mcp.backends.targets import Target, parse, present
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import CompileResult, Finding, KernelBuild
-from kernel_mcp.worker.steps import environment, run_step
+from kernel_mcp.worker.protocol import BuildRequest, RecordRequest
+
+Step = Callable[..., "list | None"]  # runs one compile step through the runner: request -> values or None
 
 ASM_EXCERPT_CHARS = 6000
 
 
-def record(path: Path, prob: Problem, scratch: Path, result: CompileResult) -> list[dict]:
-    from kernel_mcp.worker.triton_record import MARKER
+def record(path: Path, prob: Problem, result: CompileResult, step: Step) -> list[dict]:
+    """The Triton launches of one call on the problem's smallest typical test (recorded by a step host)."""
     gpu = bool(present())
-    spec = {"candidate": str(path), "problem": str(prob.path), "device": "cuda" if gpu else "cpu"}
-    launches = run_step("kernel_mcp.worker.triton_record", spec, environment(scratch, not gpu), MARKER, result)
-    if launches == []:
+    values = step(RecordRequest(candidate=str(path), problem=str(prob.path), device="cuda" if gpu else "cpu"))
+    launches = [launch for launch in values or [] if isinstance(launch, dict)]
+    if values is not None and not launches:  # the step ran, and saw no launch
         result.findings.append(Finding(code="no_kernel", message=(
             "custom_kernel launched no @triton.jit kernel on the problem's smallest test input")))
-    return launches or []
+    return launches
 
 
 def build(path: Path, prob: Problem, launches: list[dict], targets: list[Target], scratch: Path, asm: bool,
-           result: CompileResult) -> list[KernelBuild]:
-    from kernel_mcp.worker.triton_build import MARKER
-    spec = {"candidate": str(path), "problem_dirs": [str(prob.folder), str(prob.folder.parent)],
-            "launches": launches, "targets": [t.name for t in targets], "out_dir": str(scratch / "out")}
-    entries = run_step("kernel_mcp.worker.triton_build", spec, environment(scratch, False), MARKER, result) or []
-    return [describe(entry, asm) for entry in entries if isinstance(entry, dict)]
+          step: Step) -> list[KernelBuild]:
+    out_dir = scratch / "out"
+    entries = step(BuildRequest(candidate=str(path), problem_dirs=[str(prob.folder), str(prob.folder.parent)],
+                                launches=launches, targets=[t.name for t in targets], out_dir=str(out_dir))) or []
+    return [describe(entry, asm, out_dir) for entry in entries if isinstance(entry, dict)]
 
 
-def describe(entry: dict, asm: bool) -> KernelBuild:
-    """A KernelBuild from one build entry: resources read from its binaries, occupancy, instructions."""
+def describe(entry: dict, asm: bool, out_dir: Path) -> KernelBuild:
+    """A KernelBuild from one build entry (written by a process that ran candidate code): resources read
+    from its binaries, which must lie in ``out_dir``, occupancy, instructions."""
     build = KernelBuild(kernel=str(entry.get("kernel", "")), target=str(entry.get("target", "")),
                         ok=bool(entry.get("ok")), error=str(entry.get("error", "")), file=str(entry.get("file", "")),
                         line=int(entry.get("line") or 0), num_warps=entry.get("num_warps"),
@@ -42,7 +45,8 @@ def describe(entry: dict, asm: bool) -> KernelBuild:
                         constants=entry.get("constants") or {})
     if not build.ok:
         return build
-    artifacts = {k: Path(v) for k, v in (entry.get("artifacts") or {}).items()}
+    artifacts = {k: Path(v) for k, v in (entry.get("artifacts") or {}).items()
+                 if isinstance(v, str) and Path(v).resolve().is_relative_to(out_dir.resolve())}
     build.threads_per_block = int(entry["num_warps"]) * int(entry["warp_size"])
     build.shared_bytes = int(entry.get("shared") or 0)
     if parse(build.target).vendor == "nvidia":

@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import kernel_mcp
@@ -23,7 +24,10 @@ from kernel_mcp.backends.targets import DEFAULT_CROSS, Target, parse, present
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CompileResult, Finding, UsageError
 from kernel_mcp.tools.check import resolve_candidate
-from kernel_mcp.worker.guard import guard_for, tampering_finding
+from kernel_mcp.worker.guard import tampering_finding
+from kernel_mcp.worker.protocol import BuildRequest, RecordRequest, StepRequest
+from kernel_mcp.worker.resolve import resolve
+from kernel_mcp.worker.runner import Runner, default_runner
 
 
 def cache_dir() -> Path:
@@ -91,7 +95,7 @@ def cache_key(candidate: Path, problem: Problem, targets: list[Target], asm: boo
 
 
 def compile(candidate: str | Path, problem: str | Path | None = None, targets: list[str] | None = None,
-            asm: bool = False, on_progress=None) -> CompileResult:  # noqa: A001  (the instrument's name)
+            asm: bool = False, on_progress=None, runner: Runner | None = None) -> CompileResult:  # noqa: A001
     """Compile the candidate's kernels for each target (default: this machine's GPU, or a standard set of
     NVIDIA and AMD targets when there is none). Raises UsageError for bad input."""
     started = time.monotonic()
@@ -108,27 +112,52 @@ def compile(candidate: str | Path, problem: str | Path | None = None, targets: l
     say = on_progress or (lambda *_: None)
     result = CompileResult(ok=False, candidate=str(path), language=language, targets=[t.name for t in chosen],
                            findings=findings, toolchain=toolchain)
-    guard = guard_for(prob)
-    try:
-        with tempfile.TemporaryDirectory(prefix="kmcp-compile-") as scratch:
-            if language == "cuda":
-                say("capturing the C++ sources and compiling them (nvcc: NVIDIA, hipcc: AMD)", 0, 1)
-                result.builds = cpp.builds(path, prob, chosen, Path(scratch), asm, result)
-            else:
-                say("recording the kernels one call launches", 0, 2)
-                launches = triton.record(path, prob, Path(scratch), result)
-                if launches:
-                    say(f"compiling {len(launches)} kernel launch(es) for {len(chosen)} target(s)", 1, 2)
-                    result.builds = triton.build(path, prob, launches, chosen, Path(scratch), asm, result)
-    finally:
-        tampered = guard.restore()
-    if tampered:
-        result.findings.append(tampering_finding(tampered))
+    step = _stepper(runner or default_runner(), prob, result)
+    with tempfile.TemporaryDirectory(prefix="kmcp-compile-") as scratch:
+        if language == "cuda":
+            say("capturing the C++ sources and compiling them (nvcc: NVIDIA, hipcc: AMD)", 0, 1)
+            result.builds = cpp.builds(path, prob, chosen, Path(scratch), asm, result, step)
+        else:
+            say("recording the kernels one call launches", 0, 2)
+            launches = triton.record(path, prob, result, step)
+            if launches:
+                say(f"compiling {len(launches)} kernel launch(es) for {len(chosen)} target(s)", 1, 2)
+                result.builds = triton.build(path, prob, launches, chosen, Path(scratch), asm, step)
+    tampered = any(f.code == "tampering" for f in result.findings)
     result.ok = bool(result.builds) and all(b.ok for b in result.builds) and not tampered
     result.seconds = round(time.monotonic() - started, 3)
     if not tampered and result.builds:
         _store(key, result)
     return result
+
+
+def _stepper(runner: Runner, prob: Problem, result: CompileResult) -> Callable[..., list | None]:
+    """Run one compile step through the runner, under the task's timeouts; its failure becomes a finding
+    of ``result`` (and None), its values are returned for backends/ to parse."""
+    timeouts = prob.spec.timeouts
+
+    def step(request: StepRequest) -> list | None:
+        device = None
+        if isinstance(request, RecordRequest) and request.device == "cuda":
+            device, _ = resolve("cuda")  # recording runs the candidate on the GPU: a shared lease
+        seconds = timeouts.import_ + (timeouts.call if isinstance(request, RecordRequest) else 0)
+        if isinstance(request, BuildRequest):
+            seconds = min(timeouts.total, timeouts.import_ + BUILD_SECONDS * max(1, len(request.launches))
+                          * len(request.targets))
+        reply = runner.step(request, prob, seconds, device)
+        result.log_tail = reply.log_tail
+        if reply.tampered:
+            result.findings.append(tampering_finding(reply.tampered))
+        elif reply.timed_out:
+            result.findings.append(Finding(code="timeout", message=reply.error))
+        elif not reply.ok:
+            result.findings.append(Finding(code="candidate_failed", message=(
+                f"running the candidate's {request.kind} step failed:\n{reply.error[-2500:]}")))
+        return reply.value if reply.ok and not reply.tampered else None
+    return step
+
+
+BUILD_SECONDS = 60  # per launch and target, on top of the candidate's import
 
 
 def _targets(names: list[str] | None) -> tuple[list[Target], list[Finding]]:

@@ -23,7 +23,7 @@ class EvaluateResult(BaseModel):
 
 def evaluate(root: str | Path, problem: str | Path, candidate: str | Path, device: str = "auto",
              budget_s: float = 60.0, author: str = "agent", note: str = "", parent: str | None = None,
-             shapes: str = "benchmarks", on_progress=None) -> EvaluateResult:
+             shapes: str = "benchmarks", on_progress=None, runner=None) -> EvaluateResult:
     """Every instrument on one candidate, and a snapshot of it with all the numbers. A compile error stops
     before timing (and is snapshotted too: the history keeps failures). ``shapes="tests"`` times the small
     test shapes instead of the benchmarks (quick runs, CPU)."""
@@ -37,7 +37,7 @@ def evaluate(root: str | Path, problem: str | Path, candidate: str | Path, devic
     problem_name = Path(problem).name
     built = None
     try:
-        built = compile_candidate(candidate, problem=problem, on_progress=on_progress)
+        built = compile_candidate(candidate, problem=problem, on_progress=on_progress, runner=runner)
     except UsageError as exc:
         if "no kernel found" not in str(exc):  # plain torch candidates have nothing to compile
             raise
@@ -45,8 +45,7 @@ def evaluate(root: str | Path, problem: str | Path, candidate: str | Path, devic
         snap = snapshots.snapshot(root, problem_name, candidate, author=author, note=note, parent=parent,
                                   compile=built)
         return EvaluateResult(verdict="compile failed", passed=False, trusted=False, compile=built, snapshot=snap)
-    roof = roofline(problem, candidate, device=device, settings=settings,
-                    on_progress=on_progress)
+    roof = roofline(problem, candidate, device=device, settings=settings, on_progress=on_progress, runner=runner)
     prof = roof.profile
     snap = snapshots.snapshot(root, problem_name, candidate, author=author, note=note, parent=parent, compile=built,
                               profile=prof, roofline=roof, attachments=_chart(roof))

@@ -11,10 +11,12 @@ from pydantic import ValidationError
 
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import Finding, ProfileResult, ProfileSettings, UsageError
-from kernel_mcp.tools.check import DEVICES, resolve_candidate, run_guarded
+from kernel_mcp.tools.check import judge_request, resolve_candidate
 from kernel_mcp.worker import sandbox
 from kernel_mcp.worker.client import ProgressFn
-from kernel_mcp.worker.guard import guard_for, tampering_finding
+from kernel_mcp.worker.guard import tampering_finding
+from kernel_mcp.worker.protocol import Device, parse_device
+from kernel_mcp.worker.runner import Runner, default_runner
 
 
 def settings_from(**values: Any) -> ProfileSettings:
@@ -28,43 +30,41 @@ def settings_from(**values: Any) -> ProfileSettings:
 
 def profile(problem: str | Path, candidate: str | Path, baseline: str | Path | None = None,
             device: str = "auto", settings: ProfileSettings | None = None, counters: bool = False,
-            on_progress: ProgressFn | None = None) -> ProfileResult:
+            on_progress: ProgressFn | None = None, runner: Runner | None = None) -> ProfileResult:
     """Check ``candidate``, then time it against the reference on every benchmark shape of ``problem``
     (its tests when it lists no benchmarks), optionally also against ``baseline`` (another candidate,
     e.g. the best so far). Raises UsageError for bad paths or settings."""
-    if device not in DEVICES and not device.startswith("cuda:"):
-        raise UsageError(f"unknown device {device!r}; use one of {', '.join(DEVICES)}")
+    device = parse_device(device)
+    runner = runner or default_runner()
     prob = load_problem(problem)
     path = resolve_candidate(candidate)
-    settings = settings or ProfileSettings()
-    request = {"mode": "profile", "problem": str(prob.path), "candidate": str(path), "device": device,
-               "baseline": str(resolve_candidate(baseline)) if baseline else None, "settings": settings.model_dump()}
-    # timing may overrun its budget by a sample per shape, and the reference is timed alone first
-    result = run_guarded(prob, path, request, on_progress, model=ProfileResult, extra_time_s=2 * settings.budget_s)
+    request = judge_request(mode="profile", problem=str(prob.path), candidate=str(path),
+                            baseline=str(resolve_candidate(baseline)) if baseline else None,
+                            settings=settings or ProfileSettings())
+    result = runner.judge(request, device, on_progress)
     assert isinstance(result, ProfileResult)
     if counters:
-        add_counters(result, prob, path)
+        add_counters(result, prob, path, runner, runner.resolved(device))
     return result
 
 
 WITNESS_FRACTION = 0.9  # events time more than the kernels alone: a median below ncu's duration is forged
 
 
-def add_counters(result: ProfileResult, prob, path: Path, shape: int = 0) -> None:
-    """Hardware counters on one shape, in a separate process under the vendor's profiler; its kernel
-    duration is also an independent witness for the reported median."""
+def add_counters(result: ProfileResult, prob, path: Path, runner: Runner, device: Device | None,
+                 shape: int = 0) -> None:
+    """Hardware counters on one shape, in a separate process under the vendor's profiler (the device held
+    exclusively, the files guarded); its kernel duration is also an independent witness for the median."""
     from kernel_mcp.counters import CounterReport, run_counters
-    if not result.device.startswith("cuda") or not result.passed or not result.shapes:
+    if device is None or not device.is_gpu or not result.passed or not result.shapes:
         result.counters = CounterReport(message="counters need a GPU and a candidate that passed profiling")
         return
     params = prob.benchmarks[shape] if result.settings.get("shapes") != "tests" else prob.tests[shape]
-    spec = json.dumps({"problem": str(prob.path), "candidate": str(path), "params": params})
-    env = sandbox.harness_env()
-    vendor = "amd" if "AMD" in result.device_name.upper() or "INSTINCT" in result.device_name.upper() else "nvidia"
-    guard = guard_for(prob)
-    report = run_counters([sys.executable, "-B", "-m", "kernel_mcp.worker.counter_target", spec], env,
-                          prob.spec.timeouts.total, vendor)
-    tampered = guard.restore()
+    spec = json.dumps({"problem": str(prob.path), "candidate": str(path), "params": params,
+                       "device": device.torch})
+    with runner.guarded(prob) as tampered, runner.exclusive(device):
+        report = run_counters([sys.executable, "-B", "-m", "kernel_mcp.worker.counter_target", spec],
+                              sandbox.harness_env(), prob.spec.timeouts.total, device.vendor)
     result.counters = report
     if tampered:
         result.passed = result.trusted = False

@@ -82,11 +82,11 @@ def roofline_from(prof: ProfileResult, unit_kind: str, png: str | Path | None = 
 
 
 def roofline(problem: str | Path, candidate: str | Path, device: str = "auto", settings: ProfileSettings | None = None,
-             png: str | Path | None = None, on_progress=None) -> RooflineResult:
+             png: str | Path | None = None, on_progress=None, runner=None) -> RooflineResult:
     """Profile ``candidate`` on ``problem`` and place it and the reference under the device's roofs."""
     from kernel_mcp.problem import load_problem
     prob = load_problem(problem)
     if png and Path(png).suffix.lower() != ".png":
         raise UsageError(f"--png wants a .png file name; got {png}")
-    prof = profile(problem, candidate, device=device, settings=settings, on_progress=on_progress)
+    prof = profile(problem, candidate, device=device, settings=settings, on_progress=on_progress, runner=runner)
     return roofline_from(prof, prob.spec.unit, png)

@@ -80,17 +80,25 @@ def _synchronize(device: str) -> None:
 
 
 def serve(conn: Connection) -> None:
-    init = conn.recv()  # plain data; tensors (KernelBench weights) follow once torch can receive them
-    multiprocessing.current_process().authkey = init["authkey"]  # for shared-memory fd passing only
-    device = init["device"]
+    """Boot (harness code only), warm up when the judge says so, then load one candidate and serve it.
+    Until the candidate is imported this process runs nothing but kernel_mcp and torch: a warm host
+    started ahead of need has run no candidate's code."""
+    boot = conn.recv()  # plain data: the authkey must be set before tensors arrive
+    multiprocessing.current_process().authkey = boot["authkey"]
     try:
         import torch  # noqa: F401  (registers tensor sharing reductions)
         import torch.multiprocessing  # noqa: F401
 
-        from kernel_mcp.worker import timing  # binds its clocks now, before any candidate code runs
-        init.update(conn.recv())
+        from kernel_mcp.worker import timing, warm  # timing binds its clocks now, before any candidate code
+        _, device = conn.recv()  # ("warm", device): sent once the judge holds the device's lease
+        warm.host(device, profiler=boot.get("profiler", False))
+        conn.send(("booted",))
+        init = conn.recv()
+        init.update(conn.recv())  # tensors (KernelBench weights) travel in a second message
         module = _import_candidate(Path(init["candidate"]), init["problem_dirs"])
         kernel = _kernel_from(module, init, device)
+    except (EOFError, BrokenPipeError):
+        raise
     except BaseException as exc:  # noqa: BLE001  (SystemExit and KeyboardInterrupt are candidate failures too)
         conn.send(_error("import", exc))
         return

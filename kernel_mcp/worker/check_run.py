@@ -4,7 +4,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -16,6 +16,9 @@ from kernel_mcp.tolerance import compare
 from kernel_mcp.worker.candidate_host import input_placeholder
 from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime
 from kernel_mcp.worker.session import CandidateSession
+
+if TYPE_CHECKING:
+    from kernel_mcp.worker.judge import Judging
 
 STOPPING_FAILURES = {"crash", "timeout", "forged"}  # the candidate process is gone or cannot be believed
 
@@ -39,29 +42,28 @@ def plan_cases(tests: list[dict], fresh_seeds: int) -> list[Case]:
     return cases
 
 
-def run_check(request: dict, reporter) -> CheckResult:
-    result, runtime = prepare(request)
+def run_check(judging: Judging) -> CheckResult:
+    result, runtime = prepare(judging)
     if runtime is None:
         return result
-    session = open_session(request, runtime, Path(request["candidate"]))
+    session = open_session(judging, runtime, Path(judging.request.candidate))
     try:
-        check_on(session, runtime, request, result, reporter)
+        check_on(session, runtime, judging, result)
     finally:
         result.log_tail = session.log_tail()
         session.close()
     return result
 
 
-def prepare(request: dict) -> tuple[CheckResult, ReferenceRuntime | None]:
+def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
     """Load the problem and its reference in this (the judge's) process, and run the reference once
     before any candidate code exists: lazy imports in reference.py happen now. The runtime is None when
     the problem itself is broken (the result then says why)."""
-    from kernel_mcp.worker.judge import resolve_device
-    problem = load_problem(request["problem"])
-    device = resolve_device(request.get("device", "auto"))
+    request, device = judging.request, judging.device.torch
+    problem = load_problem(request.problem)
     torch.backends.cuda.matmul.allow_tf32 = False  # the honest task-dtype reference must be honest
     torch.backends.cudnn.allow_tf32 = False
-    result = CheckResult(passed=False, verdict="", problem=problem.name, candidate=request["candidate"],
+    result = CheckResult(passed=False, verdict="", problem=problem.name, candidate=request.candidate,
                          device=device, findings=list(problem.warnings))
     try:
         runtime = ReferenceRuntime(problem, device)
@@ -80,17 +82,18 @@ def prepare(request: dict) -> tuple[CheckResult, ReferenceRuntime | None]:
     return result, runtime
 
 
-def open_session(request: dict, runtime: ReferenceRuntime, candidate: Path) -> CandidateSession:
+def open_session(judging: Judging, runtime: ReferenceRuntime, candidate: Path) -> CandidateSession:
+    """A host started ahead of need (or now), given its one candidate."""
     folder = runtime.problem.folder
-    return CandidateSession(candidate, [folder, folder.parent], runtime.device, runtime.candidate_init(),
-                            request["run_token"])
+    session = judging.hosts.take()
+    session.load(candidate, [folder, folder.parent], runtime.candidate_init())
+    return session
 
 
-def check_on(session: CandidateSession, runtime: ReferenceRuntime, request: dict, result: CheckResult,
-             reporter) -> None:
+def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judging, result: CheckResult) -> None:
     """Every test and its secret-seeded copies through a started session, then the verdict."""
-    cases = plan_cases(runtime.problem.tests, request.get("fresh_seeds") or runtime.problem.spec.fresh_seeds)
-    _run_cases(runtime, session, cases, result, reporter)
+    cases = plan_cases(runtime.problem.tests, judging.request.fresh_seeds or runtime.problem.spec.fresh_seeds)
+    _run_cases(runtime, session, cases, result, judging.reporter)
     _decide(result)
 
 

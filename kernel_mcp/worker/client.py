@@ -1,4 +1,5 @@
-"""The caller's side of the judge: spawn it, send the request, read authenticated lines back."""
+"""The caller's side of one judge process: start it, wait for it to be ready, send it one request, read its
+authenticated messages back, and clean up after it (its tree and anything carrying its run token)."""
 from __future__ import annotations
 
 import json
@@ -9,10 +10,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+
+from pydantic import ValidationError
 
 from kernel_mcp.worker import channel, sandbox
+from kernel_mcp.worker.protocol import Final, JudgeBoot, JudgeMessage, JudgeRequest, Progress, Ready
 
 ProgressFn = Callable[[str, int, int], None]
 
@@ -26,6 +30,7 @@ class JudgeFailure(Exception):
 # planted in site-packages or the working folder therefore cannot run inside the judge.
 JUDGE_BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
               "from kernel_mcp.worker.judge import main; main(int(sys.argv[2]))")
+LOG_TAIL = 3000
 
 
 def judge_sys_path() -> list[str]:
@@ -34,56 +39,118 @@ def judge_sys_path() -> list[str]:
 
 def judge_env() -> dict[str, str]:
     # the judge needs no secrets either, and passes none on; it writes no .pyc (the guard treats new ones
-    # as planted)
-    return sandbox.harness_env(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    # as planted); its own Triton cache sits in kernel_mcp's cache, which candidates see read-only
+    from kernel_mcp.cache import CACHE_VAR, cache_root
+    from kernel_mcp.worker.kernel_cache import judge_triton_dir
+    return sandbox.harness_env(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", TRITON_CACHE_DIR=str(judge_triton_dir()),
+                               **{CACHE_VAR: str(cache_root())})
 
 
-def run_judge(request: dict, timeout: float, on_progress: ProgressFn | None = None) -> dict:
-    """Run one request in a fresh judge process; return its signed result body."""
-    sandbox.harden_trusted_process(reaper=False)  # the key and the result pipe live in this process
-    key, token = secrets.token_bytes(32), secrets.token_hex(16)
-    read_fd, write_fd = os.pipe()
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, "-S", "-I", "-B", "-c", JUDGE_BOOT, json.dumps(judge_sys_path()),
-                                 str(write_fd)],
-                                pass_fds=[write_fd], stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                                env=judge_env(), start_new_session=True)
+class JudgeProcess:
+    """One judge: started by ``start`` (it boots in the background), used for at most one request."""
+
+    def __init__(self, device: str, hosts: int = 1, warm_profiler: bool = False):
+        sandbox.harden_trusted_process(reaper=False)  # the key and the result pipe live in this process
+        self.device_request = device
+        self.key, self.token = secrets.token_bytes(32), secrets.token_hex(16)
+        self.ready: Ready | None = None
+        self.started = time.monotonic()
+        self._buffer = b""
+        self.read_fd, write_fd = os.pipe()
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-S", "-I", "-B", "-c", JUDGE_BOOT, json.dumps(judge_sys_path()), str(write_fd)],
+            pass_fds=[write_fd], stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
+            env=judge_env(), start_new_session=True)
         os.close(write_fd)
+        boot = JudgeBoot(key=self.key.hex(), run_token=self.token, device=device, hosts=hosts,
+                         warm_profiler=warm_profiler)
+        self._write(boot.model_dump_json())
+
+    def _write(self, line: str) -> None:
         try:
-            proc.stdin.write((json.dumps({**request, "key": key.hex(), "run_token": token}) + "\n").encode())
-            proc.stdin.close()
-            return _read_result(read_fd, key, proc, timeout, on_progress, log)
-        finally:
-            os.close(read_fd)
-            sandbox.kill_tree(proc.pid)
-            sandbox.kill_by_token(token)  # candidate processes that escaped the tree (killed the judge...)
-            proc.wait()
+            self.proc.stdin.write((line + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # a dead judge is reported by the next read
 
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
-def _read_result(fd: int, key: bytes, proc: subprocess.Popen, timeout: float, on_progress, log) -> dict:
-    deadline, buffer = time.monotonic() + timeout, b""
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if not sel.select(timeout=min(1.0, deadline - time.monotonic())):
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                body = channel.verify(key, line.decode(errors="replace"))
-                if body is None:
-                    raise JudgeFailure("a message on the judge's private channel failed authentication "
-                                       "(forged by the candidate?)")
-                if body["type"] == "result":
-                    return body["result"]
-                if on_progress:
-                    on_progress(body.get("message", ""), body.get("done", 0), body.get("total", 0))
-        else:
-            raise JudgeFailure(f"the judge gave no result within {timeout:g} s")
-    proc.wait(timeout=10)
-    log.seek(0)
-    tail = log.read()[-3000:].decode(errors="replace")
-    raise JudgeFailure(f"the judge exited (code {proc.returncode}) without a result\n{tail}")
+    def wait_ready(self, timeout: float) -> Ready:
+        if self.ready is None:
+            message = self._next(time.monotonic() + timeout, None)
+            if not isinstance(message, Ready):
+                raise JudgeFailure(f"the judge sent {type(message).__name__} before it was ready")
+            self.ready = message
+        return self.ready
+
+    def run(self, request: JudgeRequest, timeout: float, on_progress: ProgressFn | None) -> Final:
+        """Send the request; forward progress; return the signed result."""
+        self._write(request.model_dump_json())
+        self.proc.stdin.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self._next(deadline, on_progress)
+            if isinstance(message, Final):
+                return message
+
+    def _next(self, deadline: float, on_progress: ProgressFn | None) -> Ready | Final:
+        """The next ready or result message; progress messages on the way go to ``on_progress``."""
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.read_fd, selectors.EVENT_READ)
+            while True:
+                while b"\n" in self._buffer:
+                    line, self._buffer = self._buffer.split(b"\n", 1)
+                    message = self._verify(line)
+                    if isinstance(message, Progress):
+                        if on_progress:
+                            on_progress(message.message, message.done, message.total)
+                        continue
+                    return message
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise JudgeFailure(f"the judge gave no result within {self._waited():g} s")
+                if not sel.select(timeout=min(1.0, left)):
+                    continue
+                chunk = os.read(self.read_fd, 1 << 16)
+                if not chunk:
+                    raise JudgeFailure(self._exited())
+                self._buffer += chunk
+
+    def _verify(self, line: bytes) -> Ready | Progress | Final:
+        body = channel.verify(self.key, line.decode(errors="replace"))
+        if body is None:
+            raise JudgeFailure("a message on the judge's private channel failed authentication "
+                               "(forged by the candidate?)")
+        try:
+            return JudgeMessage.validate_python(body)
+        except ValidationError as exc:
+            raise JudgeFailure(f"the judge sent a malformed message: {exc}") from None
+
+    def _waited(self) -> float:
+        return round(time.monotonic() - self.started, 1)
+
+    def _exited(self) -> str:
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.log.seek(0)
+        tail = self.log.read()[-LOG_TAIL:].decode(errors="replace")
+        return f"the judge exited (code {self.proc.returncode}) without a result\n{tail}"
+
+    def close(self) -> None:
+        """End the judge (if still running), its whole tree, and every process carrying its run token."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            self.read_fd = -1
+        sandbox.kill_tree(self.proc.pid)
+        sandbox.kill_by_token(self.token)  # candidate processes that escaped the tree (killed the judge...)
+        self.proc.wait()
+        self.log.close()

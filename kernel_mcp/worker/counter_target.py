@@ -24,10 +24,11 @@ def main(spec: dict) -> None:
     from kernel_mcp.worker.reference_runtime import ReferenceRuntime
 
     problem = load_problem(spec["problem"])
-    runtime = ReferenceRuntime(problem, "cuda")
+    device = spec.get("device", "cuda")
+    runtime = ReferenceRuntime(problem, device)
     data = runtime.generate(spec["params"])
     module = _import_candidate(Path(spec["candidate"]), [str(problem.folder), str(problem.folder.parent)])
-    kernel = _kernel_from(module, runtime.candidate_init(), "cuda")
+    kernel = _kernel_from(module, runtime.candidate_init(), device)
     for _ in range(WARMUP_CALLS):
         kernel(data)
     for call in range(spec.get("calls", 1)):

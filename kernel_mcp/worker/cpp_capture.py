@@ -1,16 +1,13 @@
 """Capture the CUDA/HIP C++ a candidate hands to ``torch.utils.cpp_extension`` (load_inline, load), without
 building it: the builders are replaced by recorders before the candidate is imported, so this works with
 a CPU-only torch. Runs candidate code (its import), so it runs in its own process.
-Prints ``KERNEL_MCP_SOURCES <json>``. Usage: ``python -m kernel_mcp.worker.cpp_capture JSON``.
+Runs in a step host (worker/step_host.py).
 """
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
-MARKER = "KERNEL_MCP_SOURCES "
 
 
 class _Unbuilt:
@@ -49,14 +46,10 @@ def install(captured: list[dict]) -> None:
     cpp_extension.load_inline, cpp_extension.load = load_inline, load
 
 
-def main(spec: dict) -> None:
+def run(request) -> list[dict]:
+    """The capture step (a CaptureRequest): the sources the candidate gives cpp_extension when imported."""
     from kernel_mcp.worker.candidate_host import _import_candidate
     captured: list[dict] = []
     install(captured)
-    _import_candidate(Path(spec["candidate"]), spec["problem_dirs"])
-    sys.stdout.write(MARKER + json.dumps(captured) + "\n")
-    sys.stdout.flush()
-
-
-if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    _import_candidate(Path(request.candidate), request.problem_dirs)
+    return captured

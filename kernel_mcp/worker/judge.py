@@ -1,67 +1,178 @@
 """The judge process: the verdict is made here and nowhere else.
 
-Started by ``worker.client`` (isolated Python, see ``client.JUDGE_BOOT``) with the fd of its result pipe
-and one JSON request on stdin. Writes signed JSON lines (progress, then one result) to RESULT_FD.
+Started by ``worker.client`` (isolated Python, see ``client.JUDGE_BOOT``) with the fd of its result pipe.
+Reads a ``JudgeBoot`` line on stdin, starts its candidate hosts at once (they import torch while it does),
+resolves the device, warms up under the device's shared lease and says ``Ready``. Then it waits: for one
+``JudgeRequest`` line (a warm judge may wait a long time), or for end of input, which means it is not
+needed. Writes signed JSON lines (ready, progress, then one result) to RESULT_FD.
 """
 from __future__ import annotations
 
-import json
+import hashlib
 import os
 import sys
 import time
 import traceback
+from dataclasses import dataclass
+
+from pydantic import ValidationError
 
 from kernel_mcp.results import CheckResult, Finding, ProfileResult
 from kernel_mcp.worker import channel, sandbox
+from kernel_mcp.worker.protocol import Device, Final, JudgeBoot, JudgeRequest, Progress, Ready, describe_error
+from kernel_mcp.worker.session import Hosts
+
+TICK_S = 2.0  # the least time between two progress messages of a sampling loop (a human rate)
 
 
 class Reporter:
+    """Signed messages to the caller; also notes the device's free memory at each report, so the run's
+    peak use can be reported (it sizes the memory the next run of this problem reserves)."""
+
     def __init__(self, fd: int, key: bytes):
         self.stream, self.key = os.fdopen(fd, "w"), key
+        self.device: Device | None = None
+        self.free_at_start: int | None = None
+        self.least_free: int | None = None
+        self.last_tick = 0.0
 
-    def send(self, kind: str, body: dict) -> None:
-        self.stream.write(channel.sign(self.key, {"type": kind, **body}) + "\n")
+    def send(self, message: Ready | Progress | Final) -> None:
+        self.stream.write(channel.sign(self.key, message.model_dump()) + "\n")
         self.stream.flush()
 
     def progress(self, message: str, done: int = 0, total: int = 0) -> None:
-        self.send("progress", {"message": message, "done": done, "total": total})
+        """A step worth telling (a case, a shape): always sent."""
+        self.note_memory()
+        self.send(Progress(message=message, done=done, total=total))
+
+    def tick(self, message: str, done: int = 0, total: int = 0) -> None:
+        """Inside a loop (samples): sent at most once every TICK_S."""
+        now = time.monotonic()
+        if now - self.last_tick >= TICK_S:
+            self.last_tick = now
+            self.progress(message, done, total)
+
+    def note_memory(self) -> None:
+        free = _free_memory(self.device)
+        if free is not None:
+            self.least_free = free if self.least_free is None else min(self.least_free, free)
+
+    def peak_bytes(self) -> int | None:
+        if self.free_at_start is None or self.least_free is None:
+            return None
+        return max(0, self.free_at_start - self.least_free)
 
 
-def resolve_device(requested: str) -> str:
+def _free_memory(device: Device | None) -> int | None:
+    if device is None or not device.is_gpu:
+        return None
     import torch
-    if requested in ("auto", ""):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError("--device cuda asked for, but torch sees no CUDA/ROCm device here")
-    return requested
+    return int(torch.cuda.mem_get_info(device.index)[0])
 
 
-def _run(request: dict, reporter: Reporter) -> CheckResult | ProfileResult:
-    if request["mode"] == "profile":
+@dataclass
+class Judging:
+    """Everything one run needs: the request, the resolved device, the hosts, the way to report."""
+
+    request: JudgeRequest
+    device: Device
+    hosts: Hosts
+    reporter: Reporter
+
+
+def loaded_digests() -> dict[str, str]:
+    """sha256 of each kernel_mcp module file this process imported: the caller compares them with the files
+    now on disk before using a judge that was started earlier (a file changed in between, say by a
+    candidate before the guard restored it, means this judge may run code that is no longer there)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None) or ""
+        if path.startswith(root) and path.endswith(".py"):
+            try:
+                with open(path, "rb") as handle:
+                    found[path] = hashlib.sha256(handle.read()).hexdigest()
+            except OSError:
+                continue
+    return found
+
+
+def boot(boot: JudgeBoot, reporter: Reporter) -> tuple[Device | None, Hosts]:
+    """Hosts first (they boot while this process imports torch), then the device and the warm-up."""
+    from kernel_mcp.worker.resolve import guess_kind, resolve
+    hosts = Hosts(guess_kind(boot.device), boot.run_token, boot.warm_profiler, boot.hosts)
+    device, error = resolve(boot.device)
+    if device is None:
+        reporter.send(Ready(error=error))
+        return None, hosts
+    if device.kind != hosts.kind:
+        hosts.restart(device.kind)
+    from kernel_mcp.worker import lease, warm
+    with lease.hold(device, exclusive=False):  # contexts and CUPTI start while nobody is timing here
+        hosts.warm(device.torch)
+        warm.judge(device.torch, boot.warm_profiler)
+        hosts.wait_booted()
+    reporter.device = device
+    reporter.free_at_start = _free_memory(device)
+    reporter.send(Ready(device=device, loaded=loaded_digests(), free_memory_bytes=reporter.free_at_start))
+    return device, hosts
+
+
+def run(judging: Judging) -> CheckResult | ProfileResult:
+    if judging.request.mode == "profile":
         from kernel_mcp.worker.profile_run import run_profile
-        return run_profile(request, reporter)
+        return run_profile(judging)
     from kernel_mcp.worker.check_run import run_check
-    return run_check(request, reporter)
+    return run_check(judging)
+
+
+def failed(request: JudgeRequest | None, verdict: str, finding: Finding) -> CheckResult | ProfileResult:
+    fields = {"passed": False, "verdict": verdict, "problem": request.problem if request else "",
+              "candidate": request.candidate if request else "", "findings": [finding]}
+    if request is not None and request.mode == "profile":
+        return ProfileResult(trusted=False, **fields)
+    return CheckResult(**fields)
+
+
+def serve(reporter: Reporter, device: Device, hosts: Hosts) -> None:
+    line = sys.stdin.readline()
+    if not line:
+        return  # a warm judge nobody needed
+    started = time.monotonic()
+    try:
+        request = JudgeRequest.model_validate_json(line)
+    except ValidationError as exc:
+        result = failed(None, "error: bad request", Finding(code="bad_request", message=describe_error(exc, "request")))
+    else:
+        try:
+            result = run(Judging(request, device, hosts, reporter))
+        except Exception as exc:  # noqa: BLE001  (a harness failure is reported, never mistaken for a pass)
+            message = "".join(traceback.format_exception(exc))[-3000:]
+            result = failed(request, "error: harness", Finding(code="harness_error", message=message))
+    result.seconds = round(time.monotonic() - started, 3)
+    reporter.note_memory()
+    reporter.send(Final(result=result.model_dump(), peak_memory_bytes=reporter.peak_bytes()))
 
 
 def main(fd: int) -> None:
     sandbox.harden_trusted_process()
-    request = json.loads(sys.stdin.readline())
-    sys.stdin.close()
-    reporter = Reporter(fd, bytes.fromhex(request.pop("key")))
-    started = time.monotonic()
     try:
-        result = _run(request, reporter)
-    except Exception as exc:  # noqa: BLE001  (a harness failure is reported, never mistaken for a pass)
-        finding = Finding(code="harness_error", message="".join(traceback.format_exception(exc))[-3000:])
-        fields = {"passed": False, "verdict": "error: harness", "problem": request.get("problem", ""),
-                  "candidate": request.get("candidate", ""), "findings": [finding]}
-        result = ProfileResult(trusted=False, **fields) if request["mode"] == "profile" else CheckResult(**fields)
-    result.seconds = round(time.monotonic() - started, 3)
-    sandbox.kill_tree(os.getpid(), include_self=False)  # daemons the candidate left behind
-    reporter.send("result", {"result": result.model_dump()})
-    reporter.stream.close()
-    os._exit(0)
+        boot_message = JudgeBoot.model_validate_json(sys.stdin.readline())
+    except ValidationError as exc:
+        sys.stderr.write(describe_error(exc, "judge boot message") + "\n")
+        os._exit(2)
+    reporter = Reporter(fd, bytes.fromhex(boot_message.key))
+    hosts = None
+    try:
+        device, hosts = boot(boot_message, reporter)
+        if device is not None:
+            serve(reporter, device, hosts)
+    finally:
+        if hosts is not None:
+            hosts.close_waiting()
+        sandbox.kill_tree(os.getpid(), include_self=False)  # daemons the candidate left behind
+        reporter.stream.close()
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -36,7 +36,11 @@ from kernel_mcp.worker.check_run import (
 )
 from kernel_mcp.worker.profile_verdict import decide, time_all_shapes
 from kernel_mcp.worker.reference_runtime import ReferenceRuntime
+from kernel_mcp.worker.protocol import Device
 from kernel_mcp.worker.session import CandidateSession
+
+if TYPE_CHECKING:
+    from kernel_mcp.worker.judge import Judging
 
 WALL_SLACK_MS = 0.05  # the judge's wall clock around a call may round below the events by this much
 
@@ -55,10 +59,11 @@ class Contestant:
 
 
 class Profiler:
-    def __init__(self, runtime: ReferenceRuntime, settings: ProfileSettings, reporter, result: ProfileResult):
+    def __init__(self, runtime: ReferenceRuntime, settings: ProfileSettings, reporter, result: ProfileResult,
+                 device: Device):
         self.rt, self.settings, self.reporter, self.result = runtime, settings, reporter, result
         self.device = runtime.device
-        found = _present_device(self.device)
+        found = _present_device(device)
         self.ceilings = found.ceilings if found else None
         self.flusher = timing.Flusher(self.device, _cache_bytes(self.device, found))
         self.sessions: list[CandidateSession] = []
@@ -196,7 +201,7 @@ class Profiler:
                 value = self.sample(who, params)
                 if value is not None:
                     who.samples.append(value)
-            self.reporter.progress(f"shape {index}: " + ", ".join(
+            self.reporter.tick(f"shape {index}: " + ", ".join(
                 f"{w.role} {len(w.samples)} samples" for w in contestants), index, 0)
         if self.device.startswith("cuda"):
             for who in contestants:
@@ -231,12 +236,12 @@ def _scheduling() -> tuple[set[int], int]:
     return os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)
 
 
-def _present_device(device: str) -> Any:
+def _present_device(device: Device) -> Any:
     """devices.PresentDevice for a GPU run (None on the CPU, or for a GPU torch cannot describe)."""
-    if not device.startswith("cuda"):
+    if not device.is_gpu:
         return None
     from kernel_mcp.devices import present_device
-    return present_device()
+    return present_device(device.index)
 
 
 def _cache_bytes(device: str, found: Any) -> int:
@@ -248,30 +253,33 @@ def _cache_bytes(device: str, found: Any) -> int:
     return l2 + llc
 
 
-def run_profile(request: dict, reporter) -> ProfileResult:
-    check, runtime = prepare(request)
+def run_profile(judging: Judging) -> ProfileResult:
+    request = judging.request
+    if request.baseline:
+        judging.hosts.prestart()  # boots while the reference is timed alone and the candidate is checked
+    check, runtime = prepare(judging)
     result = ProfileResult(passed=False, trusted=False, verdict="", problem=check.problem,
-                           candidate=request["candidate"], baseline=request.get("baseline") or "",
-                           device=check.device, settings=request.get("settings", {}))
+                           candidate=request.candidate, baseline=request.baseline or "",
+                           device=check.device, settings=request.settings.model_dump())
     result.check = check
     if runtime is None:
         result.verdict = check.verdict
         return result
-    if runtime.device.startswith("cuda"):
-        result.device_name = torch.cuda.get_device_name()
-    profiler = Profiler(runtime, ProfileSettings(**request.get("settings", {})), reporter, result)
-    shapes = runtime.problem.tests if profiler.settings.shapes == "tests" else runtime.problem.benchmarks
-    reporter.progress("timing the reference alone", 0, len(shapes))
+    if judging.device.is_gpu:
+        result.device_name = judging.device.name
+    profiler = Profiler(runtime, request.settings, judging.reporter, result, judging.device)
+    shapes = runtime.problem.tests if request.settings.shapes == "tests" else runtime.problem.benchmarks
+    judging.reporter.progress("timing the reference alone", 0, len(shapes))
     profiler.measure_solo_reference(shapes)
-    candidate = Contestant("candidate", open_session(request, runtime, Path(request["candidate"])))
+    candidate = Contestant("candidate", open_session(judging, runtime, Path(request.candidate)))
     profiler.sessions.append(candidate.session)
     contestants = [Contestant("reference"), candidate]
     try:
-        if request.get("baseline"):
-            contestants.append(Contestant("baseline", open_session(request, runtime, Path(request["baseline"]))))
+        if request.baseline:
+            contestants.append(Contestant("baseline", open_session(judging, runtime, Path(request.baseline))))
             profiler.sessions.append(contestants[-1].session)
             _start_baseline(contestants[-1], runtime, result)
-        check_on(candidate.session, runtime, request, check, reporter)
+        check_on(candidate.session, runtime, judging, check)
         if check.passed:
             time_all_shapes(profiler, shapes, contestants)
     finally:

@@ -11,6 +11,7 @@ import os
 import re
 import resource
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -45,11 +46,38 @@ def allowlisted_env(source: dict[str, str] | None = None) -> dict[str, str]:
             if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and not _SECRET_WORDS.search(k)}
 
 
+def untrusted_env(scratch: Path, run_token: str) -> dict[str, str]:
+    """The environment of a process that runs candidate code: the allowlist, a scratch HOME, its own kernel
+    build caches (worker/kernel_cache.py), the run token its leftovers are found by, and kernel_mcp's
+    cache root named explicitly (the scratch HOME would move it)."""
+    from kernel_mcp.cache import CACHE_VAR, cache_root
+    from kernel_mcp.worker.kernel_cache import scratch_env
+    env = harness_env(HOME=str(scratch), TMPDIR=str(scratch), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
+                      **{RUN_TOKEN_VAR: run_token, CACHE_VAR: str(cache_root())}, **scratch_env(scratch))
+    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton's current default, stated to silence its warning
+    env.pop("TRITON_INTERPRET", None)  # set by the caller where wanted, never inherited
+    return env
+
+
+def spawn_untrusted(argv: list[str], env: dict[str, str], cwd: Path, log, pass_fd: int,
+                    limit_address_space: int | None, isolate: bool) -> subprocess.Popen:
+    """Start a process that will run candidate code: its own process group, PID and mount namespace where
+    the OS allows (kernel_mcp's cache read-only inside), no new privileges, no core dumps, output to
+    ``log``, one inherited fd (its socket to the trusted side)."""
+    from kernel_mcp.cache import cache_root
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)  # a folder must exist to be bound read-only
+    return subprocess.Popen(argv, pass_fds=[pass_fd], env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=subprocess.STDOUT, process_group=0,
+                            preexec_fn=make_preexec(limit_address_space, isolate, (str(root),)))
+
+
 _libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 4, 36, 38, 24
 CAP_SYS_PTRACE = 19
 CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x10000000, 0x00020000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
+MS_REC, MS_PRIVATE = 16384, 1 << 18
 RUN_TOKEN_VAR = "KERNEL_MCP_RUN"  # every candidate process inherits it; leftovers are found by it
 
 
@@ -68,8 +96,9 @@ _KEEP_CAPS = {14, 23, 24}  # CAP_IPC_LOCK (pinned memory), CAP_SYS_NICE, CAP_SYS
 _LAST_CAP = 63
 
 
-def make_preexec(limit_address_space: int | None, isolate: bool):
-    """``preexec_fn`` for the candidate host: runs in the child between fork and exec."""
+def make_preexec(limit_address_space: int | None, isolate: bool, read_only: tuple[str, ...] = ()):
+    """``preexec_fn`` for a process that runs candidate code: runs in the child between fork and exec.
+    ``read_only``: folders the child sees read-only (where its own mount namespace can be made)."""
 
     def preexec() -> None:
         _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -77,7 +106,7 @@ def make_preexec(limit_address_space: int | None, isolate: bool):
         if limit_address_space:
             resource.setrlimit(resource.RLIMIT_AS, (limit_address_space, limit_address_space))
         if isolate:
-            _enter_namespaces()
+            _enter_namespaces(read_only)
         if os.geteuid() == 0:  # root keeps its capabilities across exec unless they leave the bounding set
             for cap in range(_LAST_CAP + 1):
                 if cap not in _KEEP_CAPS:
@@ -86,7 +115,7 @@ def make_preexec(limit_address_space: int | None, isolate: bool):
     return preexec
 
 
-def _enter_namespaces() -> None:
+def _enter_namespaces(read_only: tuple[str, ...] = ()) -> None:
     """Make the process about to exec PID 1 of a new PID namespace with its own /proc, behind a small
     trampoline.
 
@@ -96,6 +125,8 @@ def _enter_namespaces() -> None:
     unshare(CLONE_NEWPID) only affects children, hence the fork: the child goes on to exec the host, the
     parent (still outside, the pid Popen knows) waits and mirrors its exit status. Root needs no user
     namespace; other users do. Any failure leaves things as they were (the judge reads /proc and says so).
+    Each ``read_only`` folder is bound onto itself read-only in the new mount namespace: kernel_mcp's cache
+    (compile results, the judge's Triton cache, other candidates' kernel caches) stays out of reach.
     """
     flags = CLONE_NEWPID | CLONE_NEWNS | (0 if os.geteuid() == 0 else CLONE_NEWUSER)
     if _libc.unshare(flags) != 0:
@@ -105,6 +136,8 @@ def _enter_namespaces() -> None:
         # private mounts first, so the new /proc is seen by this namespace only
         if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) == 0:
             _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+            for folder in read_only:
+                _bind_read_only(folder.encode())
         return
     os.closerange(3, 1 << 16)  # includes Popen's exec-status pipe: Popen returns now, as after an exec
     _, status = os.waitpid(child, 0)
@@ -112,6 +145,21 @@ def _enter_namespaces() -> None:
         signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status))
+
+
+# statvfs flags a read-only remount must keep: in a user namespace the kernel refuses to drop them
+_KEPT_FLAGS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC,
+               os.ST_NOATIME: 1024, os.ST_NODIRATIME: 2048, os.ST_RELATIME: 1 << 21}
+
+
+def _bind_read_only(folder: bytes) -> None:
+    try:
+        flags = os.statvfs(folder).f_flag
+    except OSError:
+        return
+    kept = sum(ms for st, ms in _KEPT_FLAGS.items() if flags & st)
+    if _libc.mount(folder, folder, None, MS_BIND | MS_REC, None) == 0:
+        _libc.mount(None, folder, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept, None)
 
 
 def in_own_pid_namespace(pid: int) -> bool:

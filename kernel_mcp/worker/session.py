@@ -23,12 +23,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from kernel_mcp.worker import channel, sandbox
+from kernel_mcp.worker import channel, kernel_cache, sandbox
 
 # Candidates run as PID 1 of their own PID (and mount) namespace where the OS allows it; setting
 # KERNEL_MCP_PID_NAMESPACE=0 turns that off (to test the fallback, or where namespaces break a driver).
 PID_NAMESPACE = os.environ.get("KERNEL_MCP_PID_NAMESPACE", "1") != "0"
-CANDIDATE_TRITON_CACHE = Path.home() / ".cache" / "kernel_mcp" / "candidate-triton"
 LOG_TAIL = 3000
 WATCHDOG_GRACE_S = 5.0  # beyond the caller's timeout, before the watchdog kills a stuck candidate
 
@@ -83,37 +82,64 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with code {code} without returning an output (sys.exit or os._exit in the candidate?)"
 
 
+BOOT_TIMEOUT_S = 300.0  # interpreter, torch, a device context and CUPTI on a busy machine
+
+
 class CandidateSession:
-    def __init__(self, candidate: Path, problem_dirs: list[Path], device: str, extra_init: dict,
-                 run_token: str):
-        self.device, self.run_token = device, run_token
+    """One candidate host. Started before any candidate is known (boot, then ``warm`` once the judge holds
+    the device), it then loads exactly one candidate: a process never serves two candidates."""
+
+    def __init__(self, device_kind: str, run_token: str, profiler: bool = False):
+        self.device, self.run_token, self.booted, self.cache_key = device_kind, run_token, False, ""
+        self.timeout = 0.0
         self.scratch = Path(tempfile.mkdtemp(prefix="kmcp-candidate-"))
         (self.scratch / "tmp").mkdir()
         self.log_path = self.scratch.parent / f"{self.scratch.name}.log"
         judge_end, host_end = socket.socketpair()
         self.conn = Connection(judge_end.detach())
-        env = self._environment()
-        limit = sandbox.default_address_space_limit() if device == "cpu" else None
+        limit = sandbox.default_address_space_limit() if device_kind == "cpu" else None
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
+            self.proc = sandbox.spawn_untrusted(
                 [sys.executable, "-B", "-m", "kernel_mcp.worker.candidate_host", str(host_end.fileno())],
-                pass_fds=[host_end.fileno()], env=env, cwd=self.scratch, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, preexec_fn=sandbox.make_preexec(limit, PID_NAMESPACE),
-                process_group=0)
+                self._environment(device_kind), self.scratch, log, host_end.fileno(), limit, PID_NAMESPACE)
         host_end.close()
-        authkey = _shared_authkey()
-        self.conn.send({"authkey": authkey, "device": device, "candidate": str(candidate),
-                        "problem_dirs": [str(p) for p in problem_dirs]})
-        self.conn.send(extra_init)
+        self.conn.send({"authkey": _shared_authkey(), "profiler": profiler})
 
-    def _environment(self) -> dict[str, str]:
-        env = sandbox.harness_env(HOME=str(self.scratch), TMPDIR=str(self.scratch / "tmp"),
-                                  PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
-                                  **{sandbox.RUN_TOKEN_VAR: self.run_token})
-        env.setdefault("TRITON_CACHE_DIR", str(CANDIDATE_TRITON_CACHE))  # apart from the judge's own cache
-        if self.device == "cpu":
+    def _environment(self, device_kind: str) -> dict[str, str]:
+        env = sandbox.untrusted_env(self.scratch, self.run_token)
+        env["TMPDIR"] = str(self.scratch / "tmp")
+        if device_kind == "cpu":
             env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU through the interpreter
         return env
+
+    def warm(self, device: str) -> None:
+        """Let the host create its device context (the judge holds the device's lease while it does)."""
+        self.device = device
+        try:
+            self.conn.send(("warm", device))
+        except OSError:
+            pass  # a host that died at boot is reported by start()
+
+    def load(self, candidate: Path, problem_dirs: list[Path], extra_init: dict) -> None:
+        """Hand the host its one candidate, with that candidate's kept kernel builds in its scratch."""
+        self.cache_key = kernel_cache.key_for(candidate)
+        kernel_cache.fill(self.cache_key, self.scratch)
+        try:
+            self.conn.send({"candidate": str(candidate), "problem_dirs": [str(p) for p in problem_dirs]})
+            self.conn.send(extra_init)
+        except OSError:
+            pass
+
+    def wait_booted(self) -> Reply | None:
+        if self.booted:
+            return None
+        message = self._receive(BOOT_TIMEOUT_S)
+        if isinstance(message, Reply):
+            return message
+        if message != ("booted",):
+            return self._as_error(message, "boot")
+        self.booted = True
+        return None
 
     @property
     def host_pid(self) -> int:
@@ -184,6 +210,9 @@ class CandidateSession:
 
     def start(self, timeout: float) -> Reply | None:
         """None once the candidate is imported; a failure Reply otherwise."""
+        failure = self.wait_booted()
+        if failure:
+            return failure
         message = self._receive(timeout)
         if isinstance(message, Reply):
             return message
@@ -246,5 +275,54 @@ class CandidateSession:
         sandbox.kill_by_token(self.run_token)
         self.proc.wait()
         self.conn.close()
+        if self.cache_key:
+            kernel_cache.keep(self.cache_key, self.scratch)
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.log_path.unlink(missing_ok=True)
+
+
+class Hosts:
+    """A judge's candidate hosts: started at its boot, before any candidate is known, so interpreter,
+    torch and the device context are ready when one is; more are started on demand (a baseline)."""
+
+    def __init__(self, device_kind: str, run_token: str, profiler: bool, count: int):
+        self.kind, self.run_token, self.profiler = device_kind, run_token, profiler
+        self.device = ""  # set by warm(): hosts started later are warmed at once
+        self.waiting = [CandidateSession(device_kind, run_token, profiler) for _ in range(count)]
+        self.taken: list[CandidateSession] = []
+
+    def restart(self, device_kind: str) -> None:
+        """The device turned out to be of another kind than guessed: start over with the right one."""
+        count = len(self.waiting)
+        self.close_waiting()
+        self.kind = device_kind
+        self.waiting = [CandidateSession(device_kind, self.run_token, self.profiler) for _ in range(count)]
+
+    def warm(self, device: str) -> None:
+        self.device = device
+        for session in self.waiting:
+            session.warm(device)
+
+    def wait_booted(self) -> None:
+        """Block until the hosts started so far have booted (a failure shows again when one is used)."""
+        for session in self.waiting:
+            session.wait_booted()
+
+    def take(self) -> CandidateSession:
+        session = self.waiting.pop(0) if self.waiting else None
+        if session is None:
+            session = CandidateSession(self.kind, self.run_token, self.profiler)
+            session.warm(self.device)
+        self.taken.append(session)
+        return session
+
+    def prestart(self) -> None:
+        """Start one more host now (a baseline will need it), booting while other work goes on."""
+        session = CandidateSession(self.kind, self.run_token, self.profiler)
+        session.warm(self.device)
+        self.waiting.append(session)
+
+    def close_waiting(self) -> None:
+        for session in self.waiting:
+            session.close()
+        self.waiting = []

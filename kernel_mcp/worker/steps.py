@@ -1,52 +1,93 @@
-"""Running one compile step (a module that imports or runs candidate code) as a sandboxed subprocess and
-reading its one result line back. The candidate sees an allowlisted environment and a scratch HOME."""
+"""The caller's side of a compile step: a step host (worker/step_host.py) started like a candidate host
+(allowlisted environment, scratch HOME, its own PID and mount namespace where the OS allows, limits, run
+token), given one request, read back over its socket; killed with its whole tree afterwards. Its reads
+end when the process ends or its time is up, whatever it left holding its output."""
 from __future__ import annotations
 
-import json
-import subprocess
+import secrets
+import shutil
+import socket
 import sys
+import tempfile
+import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 
-from kernel_mcp.results import CompileResult, Finding
-from kernel_mcp.worker import sandbox
+from pydantic import ValidationError
 
-STEP_TIMEOUT_S = 300
+from kernel_mcp.worker import kernel_cache, sandbox
+from kernel_mcp.worker.protocol import StepReply
 
-
-def environment(scratch: Path, interpret: bool) -> dict[str, str]:
-    env = sandbox.harness_env(HOME=str(scratch), TMPDIR=str(scratch), PYTHONDONTWRITEBYTECODE="1",
-                              TRITON_CACHE_DIR=str(scratch / "triton"))
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton's current default, stated to silence its warning
-    # set or cleared, never inherited: under the interpreter @triton.jit gives no compilable JITFunction,
-    # so a build step that inherited the caller's TRITON_INTERPRET=1 would find no kernel to compile
-    env.pop("TRITON_INTERPRET", None)
-    if interpret:
-        env["TRITON_INTERPRET"] = "1"
-    return env
+MAX_REPLY_BYTES = 64 << 20
+LOG_TAIL = 3000
 
 
-def run_step(module: str, spec: dict, env: dict, marker: str, result: CompileResult) -> list | None:
-    try:
-        done = subprocess.run([sys.executable, "-B", "-m", module, json.dumps(spec)], env=env, cwd=env["TMPDIR"],
-                              capture_output=True, text=True, timeout=STEP_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                              preexec_fn=sandbox.make_preexec(None, False), start_new_session=True)
-    except subprocess.TimeoutExpired:
-        result.findings.append(Finding(code="timeout", message=f"{module} took longer than {STEP_TIMEOUT_S} s"))
-        return None
-    result.log_tail = (done.stdout + done.stderr)[-3000:]
-    line = next((ln for ln in reversed(done.stdout.splitlines()) if ln.startswith(marker)), None)
-    if line is None:
-        result.findings.append(Finding(code="candidate_failed", message=(
-            f"running the candidate to find its kernels failed (exit {done.returncode}):\n"
-            + done.stderr[-2500:])))
-        return None
-    try:
-        value = json.loads(line[len(marker):])
-    except ValueError:
-        value = None
-    if not isinstance(value, list):
-        result.findings.append(Finding(code="candidate_failed", message="malformed output from " + module))
-        return None
-    return value
+class StepProcess:
+    """One step host. ``interpret``: Triton runs under its interpreter (recording on a machine without a GPU)."""
 
+    def __init__(self, interpret: bool, isolate: bool = True):
+        self.interpret, self.token = interpret, secrets.token_hex(16)
+        self.scratch = Path(tempfile.mkdtemp(prefix="kmcp-step-"))
+        self.log_path = self.scratch.parent / f"{self.scratch.name}.log"
+        ours, theirs = socket.socketpair()
+        self.conn = Connection(ours.detach())
+        env = sandbox.untrusted_env(self.scratch, self.token)
+        if interpret:
+            env["TRITON_INTERPRET"] = "1"
+        limit = sandbox.default_address_space_limit() if interpret else None
+        with open(self.log_path, "wb") as log:
+            self.proc = sandbox.spawn_untrusted([sys.executable, "-B", "-m", "kernel_mcp.worker.step_host",
+                                                 str(theirs.fileno())], env, self.scratch, log, theirs.fileno(),
+                                                limit, isolate)
+        theirs.close()
+        self.cache_key = ""
 
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, request, candidate: Path, timeout_s: float) -> StepReply:
+        """Send ``request``; the reply, or a failed one saying what happened (timeout, crash, malformed)."""
+        self.cache_key = kernel_cache.key_for(candidate)
+        kernel_cache.fill(self.cache_key, self.scratch)
+        try:
+            self.conn.send_bytes(request.model_dump_json().encode())
+        except OSError:
+            return self._failed(f"the step process ended before its request (exit {self.proc.poll()})")
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.conn.poll(0.05):
+                return self._receive()
+            if self.proc.poll() is not None and not self.conn.poll(0.05):
+                return self._failed(f"the step process exited (code {self.proc.returncode}) without a reply")
+        sandbox.kill_tree(self.proc.pid)
+        return self._failed(f"{request.kind} took longer than {timeout_s:g} s", timed_out=True)
+
+    def _receive(self) -> StepReply:
+        try:
+            raw = self.conn.recv_bytes(MAX_REPLY_BYTES)
+            reply = StepReply.model_validate_json(raw)
+        except (EOFError, OSError) as exc:
+            return self._failed(f"the step process's reply broke off ({exc})")
+        except ValidationError as exc:
+            return self._failed(f"malformed reply from the step process: {str(exc)[:500]}")
+        return reply.model_copy(update={"log_tail": self.log_tail(), "tampered": []})  # the guard's to say
+
+    def _failed(self, message: str, timed_out: bool = False) -> StepReply:
+        return StepReply(ok=False, error=message, timed_out=timed_out, log_tail=self.log_tail())
+
+    def log_tail(self) -> str:
+        try:
+            return self.log_path.read_bytes()[-LOG_TAIL:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        sandbox.kill_tree(self.proc.pid)
+        sandbox.kill_by_token(self.token)
+        self.proc.wait()
+        self.conn.close()
+        if self.cache_key:
+            kernel_cache.keep(self.cache_key, self.scratch)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        self.log_path.unlink(missing_ok=True)

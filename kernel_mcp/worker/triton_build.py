@@ -2,18 +2,16 @@
 
 Imports the candidate (so it runs in its own process), rebuilds each launch's arguments as stand-ins that
 carry only a dtype and an alignment, binds them as Triton's launcher would for *that target's* backend,
-and calls ``triton.compile``. Writes the artifacts to OUT_DIR and prints ``KERNEL_MCP_BUILDS <json>``.
-Usage: ``python -m kernel_mcp.worker.triton_build JSON``.
+and calls ``triton.compile``. Writes the artifacts to the request's out_dir. Runs in a step host
+(worker/step_host.py).
 """
 from __future__ import annotations
 
-import json
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
-MARKER = "KERNEL_MCP_BUILDS "
 ARTIFACTS = {"nvidia": ("ptx", "cubin", "ttgir"), "amd": ("amdgcn", "hsaco", "ttgir")}
 
 
@@ -116,16 +114,11 @@ def build(launch: dict, index: int, target_spec: dict, out_dir: Path) -> dict:
     return entry
 
 
-def main(spec: dict) -> None:
+def run(request) -> list[dict]:
+    """The build step (a BuildRequest): every recorded launch for every target."""
     from kernel_mcp.worker.candidate_host import _import_candidate
-    out_dir = Path(spec["out_dir"])
+    out_dir = Path(request.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _import_candidate(Path(spec["candidate"]), spec["problem_dirs"])
-    results = [build(launch, i, target, out_dir)
-               for i, launch in enumerate(spec["launches"]) for target in spec["targets"]]
-    sys.stdout.write(MARKER + json.dumps(results) + "\n")
-    sys.stdout.flush()
-
-
-if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    _import_candidate(Path(request.candidate), request.problem_dirs)
+    return [build(launch, i, target, out_dir) for i, launch in enumerate(request.launches)
+            for target in request.targets]

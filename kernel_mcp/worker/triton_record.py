@@ -1,20 +1,17 @@
 """Record the Triton launches of one ``custom_kernel`` call: which @triton.jit kernels, with which
 argument types and compile options. Runs candidate code, so it runs in its own process (sandboxed env).
 
-On a machine without a GPU it runs under TRITON_INTERPRET=1 (the caller sets it). Prints one line
-``KERNEL_MCP_LAUNCHES <json>`` on stdout. Usage: ``python -m kernel_mcp.worker.triton_record JSON``.
+On a machine without a GPU it runs under TRITON_INTERPRET=1 (the caller sets it). Runs in a step host
+(worker/step_host.py).
 """
 from __future__ import annotations
 
 import inspect
-import json
 import os
-import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
-MARKER = "KERNEL_MCP_LAUNCHES "
 
 
 def encode(value: Any) -> Any:
@@ -88,25 +85,25 @@ def _record_autotune_configs(launches: list[dict]) -> None:
     Autotuner.run = run
 
 
-def main(spec: dict) -> None:
+def run(request) -> list[dict]:
+    """The record step (a RecordRequest): the launches of one call on the smallest typical test."""
     from kernel_mcp.problem import load_problem
     from kernel_mcp.worker.candidate_host import _import_candidate, _kernel_from
     from kernel_mcp.worker.reference_runtime import ReferenceRuntime
     launches: list[dict] = []
     install_recorder(launches)
-    problem = load_problem(spec["problem"])
-    runtime = ReferenceRuntime(problem, spec["device"])
+    problem = load_problem(request.problem)
+    runtime = ReferenceRuntime(problem, request.device)
     data = runtime.generate(smallest_test(problem.tests))
-    module = _import_candidate(Path(spec["candidate"]), [str(problem.folder), str(problem.folder.parent)])
-    kernel = _kernel_from(module, runtime.candidate_init(), spec["device"])
+    module = _import_candidate(Path(request.candidate), [str(problem.folder), str(problem.folder.parent)])
+    kernel = _kernel_from(module, runtime.candidate_init(), request.device)
     try:
         kernel(data)
     except Exception:  # noqa: BLE001  (a launch that fails is still recorded: compiling it shows why)
         traceback.print_exc()
         if not launches:
             raise
-    sys.stdout.write(MARKER + json.dumps(launches) + "\n")
-    sys.stdout.flush()
+    return launches
 
 
 def smallest_test(tests: list[dict]) -> dict:
@@ -125,5 +122,3 @@ def smallest_test(tests: list[dict]) -> dict:
     return min(typical or tests, key=size)
 
 
-if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))

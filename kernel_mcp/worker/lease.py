@@ -1,0 +1,170 @@
+"""The per-device lease: timing alone on a device, checks side by side while their memory fits.
+
+One lease per device (per physical GPU, one for the CPU), shared by every kernel_mcp process of the
+machine (CLI runs, MCP servers, the orchestrator) through lock files in ``<cache>/leases``:
+
+* **exclusive** (profile, roofline, evaluate's timing, calibrate, counters): nothing else runs on the
+  device while it is held, so no other process disturbs the numbers;
+* **shared** (checks, a compile's recording call, a judge's boot): any number at once, each admitted only
+  while the device memory the holders reserved, plus its own need, fits (``need_bytes``; measured peaks
+  of earlier runs, see ``memory_need``), so concurrent checks do not run each other out of memory.
+
+A turnstile lock in front keeps it fair: an exclusive request waits for the shared holders present, and
+shared requests arriving after it wait for it. ``flock`` locks die with their process, so a killed run
+never leaves the device locked; the memory ledger drops entries of processes that no longer exist.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kernel_mcp.cache import cache_root
+from kernel_mcp.worker.protocol import Device
+
+MEMORY_BUDGET = 0.9  # share of a GPU's memory that admitted checks may reserve together
+DEFAULT_NEED = 1 / 8  # share of a GPU reserved for a problem never measured before
+NEED_MARGIN = 1.25  # a measured peak is reserved with this much to spare
+MIN_NEED = 256 << 20  # bytes: what a judge and a candidate host allocate beside their contexts, at least
+POLL_S = 0.2
+
+OnWait = Callable[[str], None]
+
+
+def lease_dir() -> Path:
+    folder = cache_root() / "leases"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@contextmanager
+def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait | None = None) -> Iterator[None]:
+    """Hold ``device``'s lease for the block (see the module's docstring)."""
+    folder = lease_dir()
+    key = device.lease_key
+    with open(folder / f"{key}.gate", "a+") as gate, open(folder / f"{key}.lock", "a+") as main:
+        what = "someone's timing" if not exclusive else "other runs on it"
+        _lock(gate, fcntl.LOCK_EX, on_wait, f"waiting for {device.name or device.torch} ({what})")
+        token = ""
+        try:
+            _lock(main, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, on_wait,
+                  f"waiting for {device.name or device.torch} ({what})")
+            if not exclusive and device.is_gpu and need_bytes:
+                token = _admit(folder / f"{key}.ledger", device, need_bytes, on_wait)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            if token:
+                _release(folder / f"{key}.ledger", token)
+            fcntl.flock(main, fcntl.LOCK_UN)
+
+
+def _lock(handle, mode: int, on_wait: OnWait | None, message: str) -> None:
+    try:
+        fcntl.flock(handle, mode | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        if on_wait:
+            on_wait(message)
+    fcntl.flock(handle, mode)
+
+
+@contextmanager
+def _ledger(path: Path) -> Iterator[list[dict]]:
+    """The holders' reservations, read and written under the ledger's own lock; dead holders dropped."""
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        try:
+            entries = [e for e in json.loads(handle.read() or "[]") if _alive(int(e["pid"]))]
+        except (ValueError, KeyError, TypeError):
+            entries = []
+        yield entries
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(entries))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _admit(path: Path, device: Device, need: int, on_wait: OnWait | None) -> str:
+    """Wait until ``need`` bytes fit beside the holders' reservations (and in the memory now free); a
+    request alone on the device is admitted whatever its size."""
+    budget = MEMORY_BUDGET * device.total_memory_bytes
+    said = False
+    while True:
+        with _ledger(path) as entries:
+            reserved = sum(int(e["bytes"]) for e in entries)
+            free = free_memory(device)
+            if not entries or (reserved + need <= budget and (free is None or free >= need)):
+                token = uuid.uuid4().hex
+                entries.append({"pid": os.getpid(), "bytes": int(need), "token": token, "since": time.time()})
+                return token
+        if on_wait and not said:
+            on_wait(f"waiting for {need / 2**30:.1f} GiB of {device.name or device.torch} memory "
+                    f"({reserved / 2**30:.1f} GiB reserved by {len(entries)} other run(s))")
+            said = True
+        time.sleep(POLL_S)
+
+
+def _release(path: Path, token: str) -> None:
+    with _ledger(path) as entries:
+        entries[:] = [e for e in entries if e.get("token") != token]
+
+
+def free_memory(device: Device) -> int | None:
+    """Free bytes on the device now, from the driver's management library (no torch, no context)."""
+    from kernel_mcp.worker import nvml
+    return nvml.free_bytes(device) if device.vendor == "nvidia" else None
+
+
+# --- how much memory a problem's run needs: what earlier runs of it took --------------------------------
+
+def _needs_file() -> Path:
+    return cache_root() / "memory.json"
+
+
+def memory_need(device: Device, problem_key: str) -> int:
+    """Bytes to reserve for a run of this problem: its measured peak with a margin, else a default share."""
+    if not device.is_gpu:
+        return 0
+    try:
+        peak = json.loads(_needs_file().read_text()).get(f"{device.lease_key}:{problem_key}")
+    except (OSError, ValueError, AttributeError):
+        peak = None
+    if isinstance(peak, int) and peak >= 0:
+        return max(MIN_NEED, int(peak * NEED_MARGIN))
+    return int(DEFAULT_NEED * device.total_memory_bytes)
+
+
+def record_peak(device: Device, problem_key: str, peak_bytes: int | None) -> None:
+    if not device.is_gpu or peak_bytes is None or peak_bytes < 0:
+        return
+    path = _needs_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            table = json.loads(path.read_text())
+            table = table if isinstance(table, dict) else {}
+        except (OSError, ValueError):
+            table = {}
+        table[f"{device.lease_key}:{problem_key}"] = int(peak_bytes)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(table, indent=1))
+        tmp.replace(path)

@@ -1,0 +1,161 @@
+"""Typed messages across the door into ``worker/``: what a caller asks of a judge or a compile step, the
+device it runs on, and what comes back. Plain data (pydantic), validated where it is received: a
+malformed request is a clear error in the judge's own words, never a traceback.
+
+    caller --JudgeBoot (stdin)--> judge --Ready--> caller --JudgeRequest (stdin)--> judge
+    judge --Progress*, Final (signed lines on a private pipe)--> caller
+    caller --StepRequest (socket)--> step host --StepReply (socket)--> caller   (untrusted, like a candidate)
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from kernel_mcp.results import ProfileSettings, UsageError
+
+# What a user may ask for: a GPU when there is one (auto), the CPU, the first GPU, or GPU N.
+DEVICE_CHOICES = ("auto", "cpu", "cuda")
+
+
+def parse_device(text: str) -> str:
+    """The user's --device, normalised ("auto", "cpu", "cuda", "cuda:N"); anything else is a UsageError."""
+    value = (text or "auto").strip().lower()
+    if value in DEVICE_CHOICES:
+        return value
+    kind, _, index = value.partition(":")
+    if kind == "cuda" and index.isdigit():
+        return f"cuda:{int(index)}"
+    raise UsageError(f"unknown device {text!r}; use one of {', '.join(DEVICE_CHOICES)} or cuda:N")
+
+
+class Device(BaseModel):
+    """A device resolved once, by a process that can see it (the judge), and passed on as data."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["cpu", "cuda"]  # torch's device type: ROCm builds of torch call AMD GPUs "cuda" too
+    index: int = Field(0, ge=0)
+    vendor: Literal["cpu", "nvidia", "amd"] = "cpu"
+    name: str = ""
+    uuid: str = ""  # stable across CUDA_VISIBLE_DEVICES orderings; "" when torch does not report one
+    total_memory_bytes: int = Field(0, ge=0)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind == "cuda"
+
+    @property
+    def torch(self) -> str:
+        """The device string torch takes."""
+        return f"cuda:{self.index}" if self.is_gpu else "cpu"
+
+    @property
+    def lease_key(self) -> str:
+        """The name of this device's lease: one per physical GPU, one for the CPU."""
+        if not self.is_gpu:
+            return "cpu"
+        return "gpu-" + ("".join(c for c in self.uuid if c.isalnum() or c == "-") or str(self.index))
+
+
+CPU = Device(kind="cpu")
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JudgeBoot(_Message):
+    """The first line a judge reads: its key and run token, the device asked for, and what to warm up."""
+
+    key: str = Field(pattern=r"^[0-9a-f]{64}$")  # HMAC-SHA256 key for the result channel, hex
+    run_token: str = Field(pattern=r"^[0-9a-f]{32}$")  # in every candidate process's environment
+    device: str = "auto"
+    hosts: int = Field(1, ge=0, le=2)  # candidate hosts started at boot, before any candidate is known
+    warm_profiler: bool = False  # start CUPTI at boot (several seconds on a first use) for timing runs
+
+
+class JudgeRequest(_Message):
+    """One check or profile: the second line a judge reads."""
+
+    mode: Literal["check", "profile"]
+    problem: str = Field(min_length=1)  # absolute path of the problem folder or KernelBench file
+    candidate: str = Field(min_length=1)  # absolute path of the candidate file
+    baseline: str | None = None  # profile only: another candidate timed beside it
+    fresh_seeds: int | None = Field(None, ge=1, le=16)  # None: the task's own
+    settings: ProfileSettings = Field(default_factory=ProfileSettings)
+
+
+class Ready(_Message):
+    type: Literal["ready"] = "ready"
+    device: Device | None = None  # None: the device asked for does not exist here (see error)
+    error: str = ""
+    loaded: dict[str, str] = Field(default_factory=dict)  # kernel_mcp module file -> sha256 when imported
+    free_memory_bytes: int | None = None
+
+
+class Progress(_Message):
+    type: Literal["progress"] = "progress"
+    message: str
+    done: int = 0
+    total: int = 0
+
+
+class Final(_Message):
+    type: Literal["result"] = "result"
+    result: dict[str, Any]  # a CheckResult or ProfileResult, validated by the caller against its model
+    peak_memory_bytes: int | None = None  # device memory the run took at its peak (judge and hosts)
+
+
+JudgeMessage = TypeAdapter(Annotated[Union[Ready, Progress, Final], Field(discriminator="type")])
+
+
+# --- compile steps: untrusted processes that import (and for recording, run) the candidate -------------
+
+class RecordRequest(_Message):
+    """Record the Triton launches of one ``custom_kernel`` call on the problem's smallest typical test."""
+
+    kind: Literal["record"] = "record"
+    candidate: str
+    problem: str
+    device: Literal["cpu", "cuda"]  # cpu: under Triton's interpreter
+
+
+class BuildRequest(_Message):
+    """Compile recorded launches for each target with Triton's own specialization."""
+
+    kind: Literal["build"] = "build"
+    candidate: str
+    problem_dirs: list[str]
+    launches: list[dict[str, Any]]
+    targets: list[str]
+    out_dir: str
+
+
+class CaptureRequest(_Message):
+    """Capture the C++ sources a candidate gives torch.utils.cpp_extension, without building them."""
+
+    kind: Literal["capture"] = "capture"
+    candidate: str
+    problem_dirs: list[str]
+
+
+StepRequest = Annotated[Union[RecordRequest, BuildRequest, CaptureRequest], Field(discriminator="kind")]
+STEP_REQUEST = TypeAdapter(StepRequest)
+
+
+class StepReply(_Message):
+    """What a step process sends back. Untrusted (it ran candidate code): ``value`` is parsed by backends/."""
+
+    ok: bool
+    value: list[Any] = Field(default_factory=list)
+    error: str = ""  # why the step failed, in the step's words (candidate output is in log_tail)
+    log_tail: str = ""
+    timed_out: bool = False
+    tampered: list[str] = Field(default_factory=list)  # set by the runner: what its guard found changed
+
+
+def describe_error(exc: ValidationError, what: str) -> str:
+    """One readable line per problem in a request: 'mode: Input should be 'check' or 'profile''."""
+    problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
+    return f"malformed {what}: {problems}"

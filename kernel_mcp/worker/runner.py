@@ -1,0 +1,220 @@
+"""The one door into worker/: every process that runs candidate code is started here.
+
+A runner owns the file guard, the per-device lease, process launch and the result channels. Tools take
+one (``runner=``) and never touch processes; the CLI and the MCP server each build one. ``LocalRunner``
+runs everything on this machine; with ``warm=True`` (a long-lived server) it keeps a judge, with its
+candidate host, booted ahead of need per device asked for, and a step host per kind, so an agent's next
+call finds interpreter, torch and device context ready. Each is used once: a candidate always gets a
+process that has run no other candidate's code, and the judge never imports candidate code.
+A pool of GPUs or a Ray cluster plugs in as another runner with the same methods.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kernel_mcp.problem import Problem, load_problem
+from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
+from kernel_mcp.worker import lease
+from kernel_mcp.worker.client import JudgeFailure, JudgeProcess, ProgressFn
+from kernel_mcp.worker.guard import guard_for, tampering_finding
+from kernel_mcp.worker.protocol import Device, JudgeRequest, StepReply
+from kernel_mcp.worker.steps import StepProcess
+
+HARNESS_MARGIN_S = 120  # judge start-up, reference computation and clean-up on top of the task's timeouts
+BOOT_TIMEOUT_S = 300  # a judge's boot: interpreter, torch, device context, CUPTI, its first host
+
+
+class LocalRunner:
+    def __init__(self, warm: bool = False):
+        self.warm = warm
+        self._lock = threading.Lock()
+        self._judges: dict[str, JudgeProcess] = {}  # device asked for -> a booted judge waiting
+        self._steps: dict[bool, StepProcess] = {}  # interpret? -> a booted step host waiting
+        self._in_flight = 0
+        self._devices: dict[str, Device] = {}  # device asked for -> what it resolved to
+
+    # --- judges: check and profile ------------------------------------------------------------------
+    def judge(self, request: JudgeRequest, device: str = "auto",
+              on_progress: ProgressFn | None = None) -> CheckResult | ProfileResult:
+        """Run one check or profile in a judge, under the guard and the device's lease. A judge that ends
+        without a trustworthy result gives an ``error: harness`` result; tampering fails the result."""
+        problem = load_problem(request.problem)
+        model = ProfileResult if request.mode == "profile" else CheckResult
+        timeout = problem.spec.timeouts.total + HARNESS_MARGIN_S
+        if request.mode == "profile":
+            timeout += 2 * request.settings.budget_s  # may overrun by a sample per shape; reference timed alone
+        say = on_progress or (lambda *_: None)
+        with self._guarded(problem) as tampered:
+            judge = self._take_judge(device, request.mode == "profile")
+            try:
+                result = self._run_judge(judge, request, problem, device, timeout, say)
+            except JudgeFailure as exc:
+                extra = {"trusted": False} if model is ProfileResult else {}
+                result = model(passed=False, verdict="error: harness", problem=problem.name,
+                               candidate=request.candidate, findings=[Finding(code="judge_failed", message=str(exc))],
+                               **extra)
+            finally:
+                judge.close()
+        return _apply_tampering(result, tampered)
+
+    def _run_judge(self, judge: JudgeProcess, request: JudgeRequest, problem: Problem, device: str,
+                   timeout: float, say: ProgressFn) -> CheckResult | ProfileResult:
+        ready = judge.wait_ready(BOOT_TIMEOUT_S)
+        if ready.device is None:
+            raise UsageError(ready.error)
+        self._devices[device] = ready.device
+        exclusive = request.mode == "profile"
+        need = 0 if exclusive else lease.memory_need(ready.device, _problem_key(problem))
+        with lease.hold(ready.device, exclusive, need, on_wait=lambda message: say(message, 0, 0)):
+            final = judge.run(request, timeout, say)
+        lease.record_peak(ready.device, _problem_key(problem), final.peak_memory_bytes)
+        model = ProfileResult if request.mode == "profile" else CheckResult
+        try:
+            return model.model_validate(final.result)
+        except ValueError as exc:
+            raise JudgeFailure(f"the judge's result does not fit {model.__name__}: {exc}") from None
+
+    def _take_judge(self, device: str, profiling: bool) -> JudgeProcess:
+        with self._lock:
+            spare = self._judges.pop(device, None)
+        if spare is not None:
+            if spare.alive and _unchanged(spare, BOOT_TIMEOUT_S):
+                return spare
+            spare.close()
+        return JudgeProcess(device, warm_profiler=profiling)
+
+    # --- compile steps --------------------------------------------------------------------------------
+    def step(self, request, problem: Problem, timeout_s: float, device: Device | None = None) -> StepReply:
+        """One compile step in its own untrusted process, under the guard; ``device``: the GPU its candidate
+        code runs on (recording), held shared. Builds never hold a device."""
+        interpret = getattr(request, "device", "") == "cpu"
+        with self._guarded(problem) as tampered:
+            process = self._take_step(interpret)
+            try:
+                if device is not None and device.is_gpu:
+                    with lease.hold(device, exclusive=False, need_bytes=lease.memory_need(device, _problem_key(problem))):
+                        reply = process.run(request, Path(request.candidate), timeout_s)
+                else:
+                    reply = process.run(request, Path(request.candidate), timeout_s)
+            finally:
+                process.close()
+        if tampered:
+            return reply.model_copy(update={"ok": False, "tampered": list(tampered)})
+        return reply
+
+    def _take_step(self, interpret: bool) -> StepProcess:
+        with self._lock:
+            spare = self._steps.pop(interpret, None)
+        if spare is not None and spare.alive:
+            return spare
+        if spare is not None:
+            spare.close()
+        return StepProcess(interpret)
+
+    # --- leases for work that runs in this process (calibrate) or beside it (counters) ----------------
+    @contextmanager
+    def exclusive(self, device: Device, on_progress: ProgressFn | None = None) -> Iterator[None]:
+        say = on_progress or (lambda *_: None)
+        with lease.hold(device, exclusive=True, on_wait=lambda message: say(message, 0, 0)):
+            yield
+
+    @contextmanager
+    def guarded(self, problem: Problem) -> Iterator[list[str]]:
+        """The file guard around work that runs candidate code outside a judge (hardware counters)."""
+        with self._guarded(problem) as tampered:
+            yield tampered
+
+    # --- bookkeeping ----------------------------------------------------------------------------------
+    @contextmanager
+    def _guarded(self, problem: Problem) -> Iterator[list[str]]:
+        """Guard the problem's and kernel_mcp's files for the block; the list it yields receives what was
+        tampered with once the block ends. Warm processes are started again only when no candidate of
+        this runner is running, so none imports a file a candidate has changed and the guard not yet
+        restored."""
+        tampered: list[str] = []
+        guard = guard_for(problem)
+        with self._lock:
+            self._in_flight += 1
+        try:
+            yield tampered
+        finally:
+            tampered.extend(guard.restore())
+            with self._lock:
+                self._in_flight -= 1
+                idle = self._in_flight == 0
+            if idle and self.warm:
+                self._refill()
+
+    def _refill(self) -> None:
+        from kernel_mcp.worker.resolve import guess_kind
+        with self._lock:
+            for device in list(self._devices) or ["auto"]:
+                if device not in self._judges:
+                    self._judges[device] = JudgeProcess(device, warm_profiler=True)
+            # builds and captures never interpret; recording does where there is no GPU
+            for interpret in {False, guess_kind("auto") == "cpu"}:
+                if interpret not in self._steps:
+                    self._steps[interpret] = StepProcess(interpret)
+
+    def resolved(self, device: str) -> Device | None:
+        """What a device asked for resolved to in an earlier judge (None before any)."""
+        return self._devices.get(device)
+
+    def start(self) -> None:
+        """Boot the warm processes now (a server calls this once at start-up)."""
+        if self.warm:
+            self._refill()
+
+    def close(self) -> None:
+        with self._lock:
+            spares = list(self._judges.values()) + list(self._steps.values())
+            self._judges, self._steps = {}, {}
+        for process in spares:
+            process.close()
+
+
+def _problem_key(problem: Problem) -> str:
+    return hashlib.sha256(str(problem.path).encode()).hexdigest()[:16]
+
+
+def _unchanged(judge: JudgeProcess, timeout: float) -> bool:
+    """True if the judge booted and every kernel_mcp file it imported still has the content it had then."""
+    try:
+        ready = judge.wait_ready(timeout)
+    except JudgeFailure:
+        return False
+    for path, digest in ready.loaded.items():
+        try:
+            if hashlib.sha256(Path(path).read_bytes()).hexdigest() != digest:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _apply_tampering(result: CheckResult | ProfileResult, tampered: list[str]) -> CheckResult | ProfileResult:
+    if tampered:
+        result.passed = False
+        result.verdict = "fail: tampering"
+        if isinstance(result, ProfileResult):
+            result.trusted = False
+        result.findings.append(tampering_finding(tampered))
+    return result
+
+
+Runner = LocalRunner  # the interface tools are written against; the GPU pool and Ray add others
+
+_default: LocalRunner | None = None
+
+
+def default_runner() -> LocalRunner:
+    """The runner of a one-shot call (CLI, Python API without ``runner=``): nothing kept warm."""
+    global _default
+    if _default is None:
+        _default = LocalRunner(warm=False)
+    return _default
+

@@ -1,0 +1,26 @@
+"""Path confinement: the folder every path an agent names must stay inside (the MCP server's workspace,
+the orchestrator's run). Plain Python: the server turns its UsageError into a tool error."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernel_mcp.results import UsageError
+
+
+class Workspace:
+    """The directory every path argument must stay inside."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).resolve()
+
+    def path(self, name: str, must_exist: bool = True) -> Path:
+        """``name`` (relative to the root) as an absolute path inside the root. Refused: empty names, a
+        leading '-' (it would read as an option), absolute or '..' paths and symlinks that lead out."""
+        if not name or name.startswith("-"):
+            raise UsageError(f"bad path {name!r}: give a path relative to the workspace {self.root}")
+        full = (self.root / name).resolve()  # resolves symlinks: a link out of the workspace is caught here
+        if not full.is_relative_to(self.root):
+            raise UsageError(f"{name} is outside the workspace {self.root}; paths must stay inside it")
+        if must_exist and not full.exists():
+            raise UsageError(f"{name} does not exist in the workspace {self.root}")
+        return full
