@@ -100,6 +100,8 @@ class Timing(BaseModel):
     host_ms: float | None = None  # median host time to issue the call (GPU): above median_ms = CPU-bound
     kernel_ms: float | None = None  # device busy time of its kernels (CUPTI), median of a few calls
     graph_ms: float | None = None  # short kernels: one call captured in a CUDA graph, replayed (warm L2)
+    samples_ms: list[float] = Field(default_factory=list)  # every timed call, in order (as torch's Measurement
+    # keeps its raw times): a later comparison (an A/A run, a re-measured incumbent) can test against them
 
 
 class ShapeProfile(BaseModel):

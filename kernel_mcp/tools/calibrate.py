@@ -12,14 +12,15 @@ bandwidth (BENCHMARKS.md, 2026-11-30). No honest kernel should sit above 100% of
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 from pydantic import BaseModel, Field, computed_field
 
 from kernel_mcp import stats
+from kernel_mcp.cache import cache_root
 from kernel_mcp.results import UsageError
+from kernel_mcp.worker.runner import Runner, default_runner
 
 STREAM_BYTES = 1 << 30  # moved per call by each stream: a working set far beyond any L2/LLC (MI300X: 256 MB)
 MATMUL_N = 8192  # 2*8192^3 = 1.1 TFLOP per call: long enough that launch overhead vanishes
@@ -44,8 +45,7 @@ class Calibration(BaseModel):
 
 
 def cache_file() -> Path:
-    root = Path(os.environ.get("KERNEL_MCP_CACHE", Path.home() / ".cache" / "kernel_mcp"))
-    return root / "calibration.json"
+    return cache_root() / "calibration.json"
 
 
 def load_cached(device_name: str) -> Calibration | None:
@@ -116,12 +116,22 @@ def measure_matmul(dtype_name: str, n: int = MATMUL_N) -> float:
     return 2 * n ** 3 / (ms / 1e3)
 
 
-def calibrate(on_progress=None) -> Calibration:
-    """Measure and cache. Raises UsageError when no GPU is present."""
-    import torch
-    if not torch.cuda.is_available():
+def calibrate(on_progress=None, runner: Runner | None = None) -> Calibration:
+    """Measure (the GPU held exclusively: nobody else's work in the figures) and cache. Raises UsageError
+    when no GPU is present."""
+    runner = runner or default_runner()
+    device = runner.local_gpu()
+    if device is None:
         raise UsageError("calibrate needs a CUDA or ROCm GPU; torch sees none here")
     say = on_progress or (lambda *_: None)
+    with runner.exclusive(device, say):
+        result = _measure(say)
+    _store(result)
+    return result
+
+
+def _measure(say) -> Calibration:
+    import torch
     steps = len(STREAMS) + len(MATMUL_DTYPES)
     by_mix = {}
     for i, name in enumerate(STREAMS):
@@ -131,9 +141,7 @@ def calibrate(on_progress=None) -> Calibration:
     for i, name in enumerate(MATMUL_DTYPES, len(STREAMS)):
         say(f"matmul {name} {MATMUL_N}^3", i, steps)
         rates[UNIT_OF[name]] = measure_matmul(name)
-    result = Calibration(device_name=torch.cuda.get_device_name(),
+    return Calibration(device_name=torch.cuda.get_device_name(),
                          measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                          torch_version=torch.__version__, bandwidth_by_mix=by_mix,
                          matmul_flops_per_s=rates)
-    _store(result)
-    return result

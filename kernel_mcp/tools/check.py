@@ -7,8 +7,7 @@ from pydantic import ValidationError
 
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CheckResult, UsageError
-from kernel_mcp.worker.client import ProgressFn
-from kernel_mcp.worker.protocol import JudgeRequest, describe_error, parse_device
+from kernel_mcp.worker.protocol import JudgeRequest, ProgressFn, describe_error, parse_device
 from kernel_mcp.worker.runner import Runner, default_runner
 
 

@@ -20,18 +20,17 @@ from pathlib import Path
 
 import kernel_mcp
 from kernel_mcp.backends import cpp, triton
+from kernel_mcp.cache import cache_root
 from kernel_mcp.backends.targets import DEFAULT_CROSS, Target, parse, present
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CompileResult, Finding, UsageError
 from kernel_mcp.tools.check import resolve_candidate
-from kernel_mcp.worker.guard import tampering_finding
 from kernel_mcp.worker.protocol import BuildRequest, RecordRequest, StepRequest
-from kernel_mcp.worker.resolve import resolve
-from kernel_mcp.worker.runner import Runner, default_runner
+from kernel_mcp.worker.runner import Runner, default_runner, tampering_finding
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("KERNEL_MCP_CACHE", Path.home() / ".cache" / "kernel_mcp")) / "compile"
+    return cache_root() / "compile"
 
 
 def find_problem(candidate: Path) -> Problem:
@@ -139,7 +138,7 @@ def _stepper(runner: Runner, prob: Problem, result: CompileResult) -> Callable[.
     def step(request: StepRequest) -> list | None:
         device = None
         if isinstance(request, RecordRequest) and request.device == "cuda":
-            device, _ = resolve("cuda")  # recording runs the candidate on the GPU: a shared lease
+            device = runner.local_gpu()  # recording runs the candidate on the GPU: a shared lease
         seconds = timeouts.import_ + (timeouts.call if isinstance(request, RecordRequest) else 0)
         if isinstance(request, BuildRequest):
             seconds = min(timeouts.total, timeouts.import_ + BUILD_SECONDS * max(1, len(request.launches))

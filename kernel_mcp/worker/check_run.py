@@ -10,10 +10,8 @@ import torch
 
 from kernel_mcp import tensors
 from kernel_mcp.problem import load_problem
-from kernel_mcp.properties import check_property
-from kernel_mcp.results import CaseResult, CheckResult, Comparison, Finding
-from kernel_mcp.tolerance import compare
-from kernel_mcp.worker.candidate_host import input_placeholder
+from kernel_mcp.results import CaseResult, CheckResult, Finding
+from kernel_mcp.worker.outputs import compare_output, extra_checks, output_integrity, resolve_input_refs
 from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime
 from kernel_mcp.worker.session import CandidateSession
 
@@ -147,7 +145,7 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
     base = dict(name=case.name, params=case.shown)
     if reply.kind != "output":
         return CaseResult(**base, passed=False, failure=reply.kind, message=reply.message)
-    received = _resolve_input_refs(reply.output, shared)
+    received = resolve_input_refs(reply.output, shared)
     failure, message = output_integrity(received, reference, rt.output_args, shared, pristine)
     if failure:
         return CaseResult(**base, passed=False, failure=failure, message=message)
@@ -166,105 +164,6 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
 def _note(result: CheckResult, findings: list[Finding]) -> None:
     known = {f.code for f in result.findings}
     result.findings.extend(f for f in findings if f.code not in known)
-
-
-def _resolve_input_refs(output: Any, shared: Any) -> Any:
-    """The host names an output that is one of its inputs by index (see candidate_host); the judge
-    substitutes its own view of that memory, which the integrity checks then treat like any output."""
-    inputs = [t for _, t in tensors.leaves(shared)]
-    refs = {input_placeholder(i): t for i, t in enumerate(inputs)}
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, str):
-            return refs.get(node, node)
-        if isinstance(node, (tuple, list)):
-            return type(node)(resolve(x) for x in node)
-        if isinstance(node, dict):
-            return {k: resolve(v) for k, v in node.items()}
-        return node
-    return resolve(output)
-
-
-def output_integrity(output: Any, reference: Reference, output_args: list[int], shared: Any, pristine: Any):
-    """(failure code, message) if the output has the wrong form, or the inputs were touched/aliased."""
-    # a reference that upcasts to float64 on its own (inputs in lower precision) does not fix the output
-    # dtype; when an input is float64, float64 is what the task asks for
-    loose_f64 = not any(t.dtype == torch.float64 for _, t in tensors.leaves(pristine))
-    problem = _structure_error(output, reference.structure, "output", loose_f64)
-    if problem:
-        return "structure", problem
-    out_leaves = [t for _, t in tensors.leaves(output)]
-    before = [t.clone() for t in out_leaves]  # each probe below undoes its flip, so one snapshot serves all
-    for i, ((path, got), (_, orig)) in enumerate(zip(tensors.leaves(shared), tensors.leaves(pristine))):
-        if i in output_args:
-            continue
-        if not tensors.same_bytes(got, orig):
-            return "mutation", f"the candidate modified input{path} (inputs must be left unchanged)"
-        tensors.flip_(got)  # if an output leaf shares memory with this input, it changes too
-        aliased = any(not tensors.same_bytes(t, b) for t, b in zip(out_leaves, before))
-        tensors.flip_(got)
-        if aliased:
-            return "alias", f"the output shares memory with input{path}; return a new tensor"
-    return "", ""
-
-
-def _structure_error(got: Any, want: Any, path: str, loose_f64: bool) -> str:
-    if isinstance(want, torch.Tensor):
-        if type(got) is not torch.Tensor:  # noqa: E721  (subclasses are refused on purpose)
-            return f"{path} must be a plain torch.Tensor, got {tensors.describe(got)}"
-        if got.layout != torch.strided:
-            return f"{path} must be a dense tensor, got layout {got.layout}"
-        if got.shape != want.shape:
-            return f"{path} has shape {tuple(got.shape)}, expected {tuple(want.shape)}"
-        if got.dtype != want.dtype and not (loose_f64 and want.dtype == torch.float64 and got.is_floating_point()):
-            return f"{path} has dtype {got.dtype}, expected {want.dtype}"
-        if got.device.type != want.device.type:
-            return f"{path} is on {got.device}, expected {want.device}"
-        return ""
-    if isinstance(want, (tuple, list, dict)):
-        if type(got) is not type(want) or len(got) != len(want):
-            return f"{path} must be a {type(want).__name__} of {len(want)}, got {tensors.describe(got)}"
-        if isinstance(want, dict):
-            if set(got) != set(want):
-                return f"{path} has keys {sorted(map(str, got))}, expected {sorted(map(str, want))}"
-            return next((e for k in want if (e := _structure_error(got[k], want[k], f"{path}[{k!r}]", loose_f64))),
-                        "")
-        return next((e for i, w in enumerate(want) if (e := _structure_error(got[i], w, f"{path}[{i}]", loose_f64))),
-                    "")
-    return "" if got == want else f"{path} is {got!r}, expected {want!r}"
-
-
-def compare_output(output: Any, reference: Reference, rt: ReferenceRuntime, params: dict) -> list[Comparison]:
-    k = rt.reduction_length(params)
-    policy = rt.problem.spec.tolerance
-    return [compare(got, exp, policy, k, leaf=path)
-            for (path, got), (_, exp) in zip(tensors.leaves(output), reference.leaves)]
-
-
-def extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any) -> tuple[str, str]:
-    """The problem's own check_implementation and declared properties, in addition to the comparison."""
-    if rt.check_implementation is not None:
-        verdict = rt.check_implementation(tensors.clone(pristine), tensors.clone(output))
-        ok, message = _normalise_check(verdict)
-        if not ok:
-            return "check_implementation", f"the problem's check_implementation rejected it: {message}"
-    leaves = tensors.leaves(output)
-    for prop in rt.problem.spec.properties:
-        message = check_property(prop, pristine, leaves[0][1]) if leaves else "no tensor output"
-        if message:
-            return "property", f"property {prop.name} fails: {message}"
-    return "", ""
-
-
-def _normalise_check(verdict: Any) -> tuple[bool, str]:
-    """GPU MODE's check_implementation returns (ok, message), or an error string ('' = ok), or a list."""
-    if isinstance(verdict, tuple) and len(verdict) == 2:
-        return bool(verdict[0]), str(verdict[1])
-    if isinstance(verdict, str):
-        return verdict == "", verdict
-    if isinstance(verdict, list):
-        return not verdict, "; ".join(map(str, verdict))
-    return bool(verdict), ""
 
 
 TRIVIAL_OUTPUTS = ("zeros", "a constant", "an echo of the first input", "torch.empty")

@@ -10,15 +10,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from kernel_mcp.worker import channel, sandbox
-from kernel_mcp.worker.protocol import Final, JudgeBoot, JudgeMessage, JudgeRequest, Progress, Ready
-
-ProgressFn = Callable[[str, int, int], None]
+from kernel_mcp.worker.protocol import Final, JudgeBoot, JudgeMessage, JudgeRequest, Progress, ProgressFn, Ready
 
 
 class JudgeFailure(Exception):
@@ -88,8 +85,15 @@ class JudgeProcess:
 
     def run(self, request: JudgeRequest, timeout: float, on_progress: ProgressFn | None) -> Final:
         """Send the request; forward progress; return the signed result."""
-        self._write(request.model_dump_json())
+        self.send_line(request.model_dump_json())
+        return self.result(timeout, on_progress)
+
+    def send_line(self, line: str) -> None:
+        """The request line, as it travels (tests send malformed ones this way); nothing more is sent."""
+        self._write(line)
         self.proc.stdin.close()
+
+    def result(self, timeout: float, on_progress: ProgressFn | None = None) -> Final:
         deadline = time.monotonic() + timeout
         while True:
             message = self._next(deadline, on_progress)

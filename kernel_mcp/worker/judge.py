@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from kernel_mcp.results import CheckResult, Finding, ProfileResult
 from kernel_mcp.worker import channel, sandbox
 from kernel_mcp.worker.protocol import Device, Final, JudgeBoot, JudgeRequest, Progress, Ready, describe_error
-from kernel_mcp.worker.session import Hosts
+from kernel_mcp.worker.hosts import Hosts
 
 TICK_S = 2.0  # the least time between two progress messages of a sampling loop (a human rate)
 

@@ -21,19 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from kernel_mcp import stats, tensors
 from kernel_mcp.results import Finding, ProfileResult, ProfileSettings
 from kernel_mcp.worker import sandbox, timing
-from kernel_mcp.worker.check_run import (
-    compare_output,
-    extra_checks,
-    output_integrity,
-    check_on,
-    open_session,
-    prepare,
-)
+from kernel_mcp.worker.check_run import check_on, open_session, prepare
+from kernel_mcp.worker.outputs import compare_output, extra_checks, output_integrity
 from kernel_mcp.worker.profile_verdict import decide, time_all_shapes
 from kernel_mcp.worker.reference_runtime import ReferenceRuntime
 from kernel_mcp.worker.protocol import Device

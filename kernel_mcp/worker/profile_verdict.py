@@ -28,7 +28,8 @@ def summarize_timing(who: Contestant, clock: str) -> Timing | None:
     return Timing(clock=clock, median_ms=s.median, ci_low_ms=s.lo, ci_high_ms=s.hi, samples=s.n,
                   rel_ci_half_width=s.rel_half_width if math.isfinite(s.rel_half_width) else None,
                   host_ms=stats.median(who.issue_ms) if who.issue_ms else None,
-                  kernel_ms=stats.median(who.busy_us) / 1e3 if who.busy_us else None)
+                  kernel_ms=stats.median(who.busy_us) / 1e3 if who.busy_us else None,
+                  samples_ms=[float(f"{t:.6g}") for t in who.samples])
 
 
 def shape_work(rt: ReferenceRuntime, params: dict) -> tuple[float | None, float | None, bool]:
@@ -178,3 +179,22 @@ def overall(result: ProfileResult) -> None:
     if result.trusted and not converged and not any(f.code == "not_converged" for f in result.findings):
         result.findings.append(Finding(code="not_converged", severity="info", message=(
             "the time budget ended before every median reached the target precision; see rel_ci_half_width")))
+
+
+WITNESS_FRACTION = 0.9  # events time more than the kernels alone: a median below ncu's duration is forged
+
+
+def apply_witness(result: ProfileResult, report: Any) -> None:
+    """A hardware profiler's duration of the candidate's kernels on shape 0 as an independent witness: a
+    reported median below it is not credited."""
+    timed = result.shapes[0].candidate if result.shapes else None
+    durations = [k.duration_us for k in report.kernels if k.duration_us is not None]
+    if timed is None or not durations:
+        return
+    kernels_us = sum(durations)
+    if timed.median_ms * 1e3 < WITNESS_FRACTION * kernels_us:
+        result.shapes[0].credited = False
+        result.findings.append(Finding(code="below_profiler_witness", message=(
+            f"shape 0: the reported median {timed.median_ms * 1e3:.2f} us is below the {kernels_us:.2f} us "
+            f"{report.tool} measured for the candidate's own kernels")))
+        overall(result)

@@ -8,11 +8,14 @@ malformed request is a clear error in the judge's own words, never a traceback.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from kernel_mcp.results import ProfileSettings, UsageError
+
+ProgressFn = Callable[[str, int, int], None]  # (message, done, total): how long work reports on itself
 
 # What a user may ask for: a GPU when there is one (auto), the CPU, the first GPU, or GPU N.
 DEVICE_CHOICES = ("auto", "cpu", "cuda")

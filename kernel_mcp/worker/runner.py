@@ -11,6 +11,8 @@ A pool of GPUs or a Ray cluster plugs in as another runner with the same methods
 from __future__ import annotations
 
 import hashlib
+import json
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,8 +20,9 @@ from pathlib import Path
 
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
-from kernel_mcp.worker import lease
-from kernel_mcp.worker.client import JudgeFailure, JudgeProcess, ProgressFn
+from kernel_mcp.worker import lease, sandbox
+from kernel_mcp.worker.client import JudgeFailure, JudgeProcess
+from kernel_mcp.worker.protocol import ProgressFn
 from kernel_mcp.worker.guard import guard_for, tampering_finding
 from kernel_mcp.worker.protocol import Device, JudgeRequest, StepReply
 from kernel_mcp.worker.steps import StepProcess
@@ -115,18 +118,42 @@ class LocalRunner:
             spare.close()
         return StepProcess(interpret)
 
-    # --- leases for work that runs in this process (calibrate) or beside it (counters) ----------------
+    # --- hardware counters: the candidate under ncu / rocprofv3, the device held exclusively --------------
+    def counters(self, result: ProfileResult, problem: Problem, candidate: Path, device: Device | None,
+                 shape: int = 0) -> None:
+        """Counters on one shape of a passed profile, added to ``result``; the profiler's kernel duration is
+        also an independent witness for the reported median (profile_verdict.apply_witness)."""
+        from kernel_mcp.counters import CounterReport, run_counters
+        from kernel_mcp.worker.profile_verdict import apply_witness
+        if device is None or not device.is_gpu or not result.passed or not result.shapes:
+            result.counters = CounterReport(message="counters need a GPU and a candidate that passed profiling")
+            return
+        params = problem.benchmarks[shape] if result.settings.get("shapes") != "tests" else problem.tests[shape]
+        spec = json.dumps({"problem": str(problem.path), "candidate": str(candidate), "params": params,
+                           "device": device.torch})
+        with self._guarded(problem) as tampered:
+            with lease.hold(device, exclusive=True):
+                result.counters = run_counters([sys.executable, "-B", "-m", "kernel_mcp.worker.counter_target",
+                                                spec], sandbox.harness_env(), problem.spec.timeouts.total,
+                                               device.vendor)
+        if tampered:
+            result.passed = result.trusted = False
+            result.verdict = "fail: tampering"
+            result.findings.append(tampering_finding(tampered))
+        apply_witness(result, result.counters)
+
     @contextmanager
     def exclusive(self, device: Device, on_progress: ProgressFn | None = None) -> Iterator[None]:
+        """The device alone, for work in this process (calibrate)."""
         say = on_progress or (lambda *_: None)
         with lease.hold(device, exclusive=True, on_wait=lambda message: say(message, 0, 0)):
             yield
 
-    @contextmanager
-    def guarded(self, problem: Problem) -> Iterator[list[str]]:
-        """The file guard around work that runs candidate code outside a judge (hardware counters)."""
-        with self._guarded(problem) as tampered:
-            yield tampered
+    def local_gpu(self) -> Device | None:
+        """This machine's first GPU as torch sees it (imports torch here), or None."""
+        from kernel_mcp.worker.resolve import resolve
+        device, _ = resolve("cuda")
+        return device
 
     # --- bookkeeping ----------------------------------------------------------------------------------
     @contextmanager
@@ -168,6 +195,13 @@ class LocalRunner:
         """Boot the warm processes now (a server calls this once at start-up)."""
         if self.warm:
             self._refill()
+
+    def warm_processes(self) -> dict[str, int]:
+        """The pid of each process kept warm, by what it serves ("judge auto", "step record-interpreted")."""
+        with self._lock:
+            found = {f"judge {device}": p.proc.pid for device, p in self._judges.items()}
+            found.update({f"step {'record-interpreted' if i else 'build'}": p.proc.pid for i, p in self._steps.items()})
+        return found
 
     def close(self) -> None:
         with self._lock:

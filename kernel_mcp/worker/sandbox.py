@@ -12,6 +12,7 @@ import re
 import resource
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,9 +48,9 @@ def allowlisted_env(source: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def untrusted_env(scratch: Path, run_token: str) -> dict[str, str]:
-    """The environment of a process that runs candidate code: the allowlist, a scratch HOME, its own kernel
-    build caches (worker/kernel_cache.py), the run token its leftovers are found by, and kernel_mcp's
-    cache root named explicitly (the scratch HOME would move it)."""
+    """The environment of a process that runs candidate code: the allowlist, a scratch HOME (and TMPDIR,
+    unless the caller moves it), its own kernel build caches (worker/kernel_cache.py), the run token its
+    leftovers are found by, and kernel_mcp's cache root named explicitly (the scratch HOME would move it)."""
     from kernel_mcp.cache import CACHE_VAR, cache_root
     from kernel_mcp.worker.kernel_cache import scratch_env
     env = harness_env(HOME=str(scratch), TMPDIR=str(scratch), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
@@ -69,7 +70,16 @@ def spawn_untrusted(argv: list[str], env: dict[str, str], cwd: Path, log, pass_f
     root.mkdir(parents=True, exist_ok=True)  # a folder must exist to be bound read-only
     return subprocess.Popen(argv, pass_fds=[pass_fd], env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
                             stderr=subprocess.STDOUT, process_group=0,
-                            preexec_fn=make_preexec(limit_address_space, isolate, (str(root),)))
+                            preexec_fn=make_preexec(limit_address_space, isolate, (str(root),), (str(cwd),)))
+
+
+def new_scratch(prefix: str) -> Path:
+    """A private folder for one process that runs candidate code, inside kernel_mcp's cache: there the
+    mount namespace of every *other* such process shows it read-only (spawn_untrusted)."""
+    from kernel_mcp.cache import cache_root
+    parent = cache_root() / "scratch"
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -96,9 +106,11 @@ _KEEP_CAPS = {14, 23, 24}  # CAP_IPC_LOCK (pinned memory), CAP_SYS_NICE, CAP_SYS
 _LAST_CAP = 63
 
 
-def make_preexec(limit_address_space: int | None, isolate: bool, read_only: tuple[str, ...] = ()):
+def make_preexec(limit_address_space: int | None, isolate: bool, read_only: tuple[str, ...] = (),
+                 writable: tuple[str, ...] = ()):
     """``preexec_fn`` for a process that runs candidate code: runs in the child between fork and exec.
-    ``read_only``: folders the child sees read-only (where its own mount namespace can be made)."""
+    ``read_only``: folders the child sees read-only (where its own mount namespace can be made), except
+    the ``writable`` folders inside them (its own scratch)."""
 
     def preexec() -> None:
         _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -106,7 +118,7 @@ def make_preexec(limit_address_space: int | None, isolate: bool, read_only: tupl
         if limit_address_space:
             resource.setrlimit(resource.RLIMIT_AS, (limit_address_space, limit_address_space))
         if isolate:
-            _enter_namespaces(read_only)
+            _enter_namespaces(read_only, writable)
         if os.geteuid() == 0:  # root keeps its capabilities across exec unless they leave the bounding set
             for cap in range(_LAST_CAP + 1):
                 if cap not in _KEEP_CAPS:
@@ -115,7 +127,7 @@ def make_preexec(limit_address_space: int | None, isolate: bool, read_only: tupl
     return preexec
 
 
-def _enter_namespaces(read_only: tuple[str, ...] = ()) -> None:
+def _enter_namespaces(read_only: tuple[str, ...] = (), writable: tuple[str, ...] = ()) -> None:
     """Make the process about to exec PID 1 of a new PID namespace with its own /proc, behind a small
     trampoline.
 
@@ -126,7 +138,8 @@ def _enter_namespaces(read_only: tuple[str, ...] = ()) -> None:
     parent (still outside, the pid Popen knows) waits and mirrors its exit status. Root needs no user
     namespace; other users do. Any failure leaves things as they were (the judge reads /proc and says so).
     Each ``read_only`` folder is bound onto itself read-only in the new mount namespace: kernel_mcp's cache
-    (compile results, the judge's Triton cache, other candidates' kernel caches) stays out of reach.
+    (compile results, the judge's Triton cache, kernel caches and the scratch folders of other candidate
+    processes) stays out of reach; each ``writable`` folder inside it is bound back read-write.
     """
     flags = CLONE_NEWPID | CLONE_NEWNS | (0 if os.geteuid() == 0 else CLONE_NEWUSER)
     if _libc.unshare(flags) != 0:
@@ -137,7 +150,9 @@ def _enter_namespaces(read_only: tuple[str, ...] = ()) -> None:
         if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) == 0:
             _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
             for folder in read_only:
-                _bind_read_only(folder.encode())
+                _bind(folder.encode(), read_only=True)
+            for folder in writable:
+                _bind(folder.encode(), read_only=False)
         return
     os.closerange(3, 1 << 16)  # includes Popen's exec-status pipe: Popen returns now, as after an exec
     _, status = os.waitpid(child, 0)
@@ -152,14 +167,14 @@ _KEPT_FLAGS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_
                os.ST_NOATIME: 1024, os.ST_NODIRATIME: 2048, os.ST_RELATIME: 1 << 21}
 
 
-def _bind_read_only(folder: bytes) -> None:
+def _bind(folder: bytes, read_only: bool) -> None:
     try:
         flags = os.statvfs(folder).f_flag
     except OSError:
         return
     kept = sum(ms for st, ms in _KEPT_FLAGS.items() if flags & st)
     if _libc.mount(folder, folder, None, MS_BIND | MS_REC, None) == 0:
-        _libc.mount(None, folder, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept, None)
+        _libc.mount(None, folder, None, MS_BIND | MS_REMOUNT | (MS_RDONLY if read_only else 0) | kept, None)
 
 
 def in_own_pid_namespace(pid: int) -> bool:

@@ -92,8 +92,10 @@ class CandidateSession:
     def __init__(self, device_kind: str, run_token: str, profiler: bool = False):
         self.device, self.run_token, self.booted, self.cache_key = device_kind, run_token, False, ""
         self.timeout = 0.0
-        self.scratch = Path(tempfile.mkdtemp(prefix="kmcp-candidate-"))
-        (self.scratch / "tmp").mkdir()
+        self.scratch = sandbox.new_scratch("kmcp-candidate-")
+        # temporary files go to a short path in /tmp: multiprocessing binds a unix socket there to hand
+        # tensors' file descriptors over, and such paths may not exceed 107 bytes
+        self.tmp = Path(tempfile.mkdtemp(prefix="kmcp-tmp-"))
         self.log_path = self.scratch.parent / f"{self.scratch.name}.log"
         judge_end, host_end = socket.socketpair()
         self.conn = Connection(judge_end.detach())
@@ -107,7 +109,7 @@ class CandidateSession:
 
     def _environment(self, device_kind: str) -> dict[str, str]:
         env = sandbox.untrusted_env(self.scratch, self.run_token)
-        env["TMPDIR"] = str(self.scratch / "tmp")
+        env["TMPDIR"] = str(self.tmp)
         if device_kind == "cpu":
             env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU through the interpreter
         return env
@@ -278,51 +280,6 @@ class CandidateSession:
         if self.cache_key:
             kernel_cache.keep(self.cache_key, self.scratch)
         shutil.rmtree(self.scratch, ignore_errors=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
         self.log_path.unlink(missing_ok=True)
 
-
-class Hosts:
-    """A judge's candidate hosts: started at its boot, before any candidate is known, so interpreter,
-    torch and the device context are ready when one is; more are started on demand (a baseline)."""
-
-    def __init__(self, device_kind: str, run_token: str, profiler: bool, count: int):
-        self.kind, self.run_token, self.profiler = device_kind, run_token, profiler
-        self.device = ""  # set by warm(): hosts started later are warmed at once
-        self.waiting = [CandidateSession(device_kind, run_token, profiler) for _ in range(count)]
-        self.taken: list[CandidateSession] = []
-
-    def restart(self, device_kind: str) -> None:
-        """The device turned out to be of another kind than guessed: start over with the right one."""
-        count = len(self.waiting)
-        self.close_waiting()
-        self.kind = device_kind
-        self.waiting = [CandidateSession(device_kind, self.run_token, self.profiler) for _ in range(count)]
-
-    def warm(self, device: str) -> None:
-        self.device = device
-        for session in self.waiting:
-            session.warm(device)
-
-    def wait_booted(self) -> None:
-        """Block until the hosts started so far have booted (a failure shows again when one is used)."""
-        for session in self.waiting:
-            session.wait_booted()
-
-    def take(self) -> CandidateSession:
-        session = self.waiting.pop(0) if self.waiting else None
-        if session is None:
-            session = CandidateSession(self.kind, self.run_token, self.profiler)
-            session.warm(self.device)
-        self.taken.append(session)
-        return session
-
-    def prestart(self) -> None:
-        """Start one more host now (a baseline will need it), booting while other work goes on."""
-        session = CandidateSession(self.kind, self.run_token, self.profiler)
-        session.warm(self.device)
-        self.waiting.append(session)
-
-    def close_waiting(self) -> None:
-        for session in self.waiting:
-            session.close()
-        self.waiting = []

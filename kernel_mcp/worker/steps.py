@@ -8,7 +8,6 @@ import secrets
 import shutil
 import socket
 import sys
-import tempfile
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -27,7 +26,7 @@ class StepProcess:
 
     def __init__(self, interpret: bool, isolate: bool = True):
         self.interpret, self.token = interpret, secrets.token_hex(16)
-        self.scratch = Path(tempfile.mkdtemp(prefix="kmcp-step-"))
+        self.scratch = sandbox.new_scratch("kmcp-step-")
         self.log_path = self.scratch.parent / f"{self.scratch.name}.log"
         ours, theirs = socket.socketpair()
         self.conn = Connection(ours.detach())

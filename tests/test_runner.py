@@ -1,0 +1,188 @@
+"""The door into worker/ (worker/runner.py, protocol.py, judge.py): typed requests, clear usage errors, warm
+processes that serve one candidate each, and isolation between candidates served one after another."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernel_mcp.results import UsageError
+from kernel_mcp.tools.check import check
+from kernel_mcp.worker.client import JudgeProcess
+from kernel_mcp.worker.runner import LocalRunner
+
+from conftest import PROBLEMS
+
+VECTOR_ADD = PROBLEMS / "vector_add"
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(cache))
+    return cache
+
+
+@pytest.fixture
+def warm_runner(private_cache):
+    runner = LocalRunner(warm=True)
+    yield runner
+    runner.close()
+
+
+def test_malformed_request_is_a_clear_error_not_a_traceback(private_cache):
+    judge = JudgeProcess("cpu")
+    try:
+        ready = judge.wait_ready(120)
+        assert ready.device is not None and ready.device.kind == "cpu"
+        judge.send_line('{"mode": "bogus", "problem": "", "candidate": "x.py", "fresh_seeds": 0}')
+        result = judge.result(120).result
+    finally:
+        judge.close()
+    assert result["verdict"] == "error: bad request" and not result["passed"]
+    message = result["findings"][0]["message"]
+    assert result["findings"][0]["code"] == "bad_request"
+    for field in ("mode", "problem", "fresh_seeds"):
+        assert field in message, message
+    assert "Traceback" not in message
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"device": "tpu"}, "unknown device"),
+    ({"fresh_seeds": 0}, "fresh_seeds"),
+    ({"fresh_seeds": 17}, "fresh_seeds"),
+])
+def test_bad_arguments_are_usage_errors(kwargs, words, private_cache):
+    with pytest.raises(UsageError, match=words):
+        check(VECTOR_ADD, VECTOR_ADD / "baseline.py", **kwargs)
+
+
+def test_a_gpu_asked_for_where_there_is_none_is_a_usage_error(private_cache):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(UsageError, match="sees no CUDA/ROCm device"):
+        check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cuda")
+
+
+def test_warm_runner_serves_the_next_check_from_a_judge_booted_ahead(warm_runner):
+    first = check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu", runner=warm_runner)
+    assert first.passed, first.verdict
+    spare = warm_runner.warm_processes()["judge cpu"]
+    spare_process = warm_runner._judges["cpu"]
+    spare_process.wait_ready(120)  # booted before anyone asked
+    second = check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu", runner=warm_runner)
+    assert second.passed, second.verdict
+    assert spare_process.proc.poll() is not None, "the warm judge was not the one used (or outlived its run)"
+    assert warm_runner.warm_processes()["judge cpu"] != spare, "no new warm judge after the run"
+
+
+PLANTER = '''
+import os, sys, threading, time, torch
+from pathlib import Path
+
+def plant():
+    home, tmp, cache = Path(os.environ["HOME"]), Path(os.environ["TMPDIR"]), Path(os.environ["KERNEL_MCP_CACHE"])
+    (home / "PLANTED").write_text("planted")
+    (tmp / "PLANTED").write_text("planted")
+    (Path(os.environ["TRITON_CACHE_DIR"]) / "PLANTED_ENTRY").mkdir(parents=True, exist_ok=True)
+    (Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "PLANTED_EXT").mkdir(parents=True, exist_ok=True)
+    for target in [cache / "judge-triton" / "PLANTED_ENTRY", cache / "kernels" / "PLANTED_KEY" / "triton" / "x",
+                   *(p / "PLANTED" for p in (cache / "scratch").iterdir() if str(p) != os.environ["HOME"])]:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("planted")
+            print("PLANT WROTE", target, flush=True)
+        except OSError as exc:
+            print("PLANT REFUSED", target, exc.errno, flush=True)
+    torch.Tensor.__add__ = lambda a, b: torch.zeros_like(a)   # patched torch in this process
+    torch.add = lambda *a, **k: None
+    threading.Thread(target=lambda: time.sleep(3600), daemon=False).start()
+
+plant()
+
+def custom_kernel(data):
+    a, b = data
+    return torch.sub(a, -b)
+'''
+
+DETECTOR = '''
+import os, torch
+from pathlib import Path
+
+def planted():
+    home, tmp = Path(os.environ["HOME"]), Path(os.environ["TMPDIR"])
+    found = [p for p in (home / "PLANTED", tmp / "PLANTED",
+                         Path(os.environ["TRITON_CACHE_DIR"]) / "PLANTED_ENTRY",
+                         Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "PLANTED_EXT") if p.exists()]
+    x = torch.ones(3)
+    if not torch.equal(x + x, torch.full((3,), 2.0)) or torch.add(x, x) is None:
+        found.append("patched torch")
+    return found
+
+FOUND = planted()
+print("DETECTOR FOUND", FOUND, flush=True)
+
+def custom_kernel(data):
+    a, b = data
+    return a + b if not FOUND else a * 0
+'''
+
+
+def test_a_candidate_cannot_plant_anything_for_the_next_candidate_or_the_judge(warm_runner, tmp_path,
+                                                                               private_cache):
+    """A candidate that patches torch, leaves a thread, writes into its home, its temporary folder, its
+    kernel build caches, the judge's Triton cache, other candidates' cache entries and scratch folders
+    (the warm host waiting for the next candidate's among them): the next candidate, served by the same
+    warm runner, sees none of it, and the reference is untouched (the honest detector's output matches)."""
+    planter, detector = tmp_path / "planter.py", tmp_path / "detector.py"
+    planter.write_text(textwrap.dedent(PLANTER))
+    detector.write_text(textwrap.dedent(DETECTOR))
+    check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu", runner=warm_runner)  # warm processes exist now
+    planted = check(VECTOR_ADD, planter, device="cpu", runner=warm_runner)
+    assert planted.passed, planted.verdict  # planting is not what check judges; the next run is
+    after = check(VECTOR_ADD, detector, device="cpu", runner=warm_runner)
+    assert after.passed, f"{after.verdict}: {after.log_tail}"
+    assert "DETECTOR FOUND []" in after.log_tail
+    namespaced = not any(f.code == "no_pid_namespace" for f in planted.findings)
+    if namespaced:  # kernel_mcp's cache is read-only to candidates, apart from their own scratch
+        assert "PLANT WROTE" not in planted.log_tail, planted.log_tail
+        assert "PLANT REFUSED" in planted.log_tail
+        assert not (private_cache / "judge-triton" / "PLANTED_ENTRY").exists()
+
+
+def test_a_hanging_compile_step_ends_at_the_tasks_timeout(tmp_path, private_cache):
+    from kernel_mcp.tools.compile import compile as compile_candidate
+    problem = tmp_path / "vector_add"
+    import shutil
+    shutil.copytree(VECTOR_ADD, problem, ignore=shutil.ignore_patterns("__pycache__", "solutions"))
+    task = problem / "task.yml"
+    task.write_text(task.read_text().rstrip("\n") + "\n  timeouts: {import: 3, call: 3, total: 60}\n")
+    hang = problem / "hang.py"
+    hang.write_text("import time, triton\nimport os\nos.close(1)\ntime.sleep(3600)\n")
+    result = compile_candidate(hang, problem=problem)
+    assert not result.ok
+    assert [f.code for f in result.findings if f.severity == "error"] == ["timeout"], result.findings
+    assert result.seconds < 30
+
+
+def test_compile_runs_through_warm_step_hosts(warm_runner, private_cache):
+    from kernel_mcp.tools.compile import compile as compile_candidate
+    first = compile_candidate(VECTOR_ADD / "baseline.py", targets=["sm_90a"], runner=warm_runner)
+    assert first.ok, first.findings
+    steps = {k: v for k, v in warm_runner.warm_processes().items() if k.startswith("step")}
+    assert steps, warm_runner.warm_processes()
+    # the step hosts booted after the run; the next compile (a cache miss: another target) uses them
+    second = compile_candidate(VECTOR_ADD / "baseline.py", targets=["gfx942"], runner=warm_runner)
+    assert second.ok, second.findings
+    for name, pid in steps.items():
+        assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"{name} was not used"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2] in "ZX"
