@@ -1,0 +1,156 @@
+"""The per-device lease (worker/lease.py) between real processes: timing alone, checks side by side while
+their memory fits, fairness, crash safety; and the CLI queueing behind it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from kernel_mcp.worker import lease
+from kernel_mcp.worker.protocol import Device
+
+from conftest import PROBLEMS, REPO, repo_pythonpath
+
+GIB = 1 << 30
+FAKE_GPU = Device(kind="cuda", index=0, vendor="nvidia", name="test GPU", uuid="GPU-test-lease",
+                  total_memory_bytes=10 * GIB)  # the lease is files: no GPU is needed to test it
+
+HOLDER = textwrap.dedent('''
+    import json, sys, time
+    from kernel_mcp.worker import lease
+    from kernel_mcp.worker.protocol import Device
+    device = Device.model_validate_json(sys.argv[1])
+    exclusive, need, hold_s, log = sys.argv[2] == "x", int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    waited = []
+    with lease.hold(device, exclusive, need, on_wait=waited.append):
+        start = time.time()
+        time.sleep(hold_s)
+        end = time.time()
+    with open(log, "a") as f:
+        f.write(json.dumps({"name": sys.argv[6], "start": start, "end": end, "waited": waited}) + "\\n")
+''')
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def holder(name: str, log: Path, exclusive: bool, hold_s: float, need: int = 0,
+           device: Device = FAKE_GPU) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
+    return subprocess.Popen([sys.executable, "-c", HOLDER, device.model_dump_json(), "x" if exclusive else "s",
+                             str(need), str(hold_s), str(log), name], env=env)
+
+
+def spans(log: Path) -> dict[str, dict]:
+    return {row["name"]: row for row in map(json.loads, log.read_text().splitlines())}
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return a["start"] < b["end"] and b["start"] < a["end"]
+
+
+def run_all(*procs: subprocess.Popen) -> None:
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+
+
+def test_exclusive_holders_take_turns(cache, tmp_path):
+    log = tmp_path / "log"
+    first = holder("a", log, exclusive=True, hold_s=1.0)
+    time.sleep(0.4)
+    run_all(first, holder("b", log, exclusive=True, hold_s=0.2))
+    rows = spans(log)
+    assert not overlap(rows["a"], rows["b"])
+    assert rows["b"]["waited"] and "waiting for test GPU" in rows["b"]["waited"][0]
+
+
+def test_shared_holders_run_side_by_side(cache, tmp_path):
+    log = tmp_path / "log"
+    run_all(holder("a", log, exclusive=False, hold_s=1.0, need=GIB),
+            holder("b", log, exclusive=False, hold_s=1.0, need=GIB))
+    rows = spans(log)
+    assert overlap(rows["a"], rows["b"]) and not rows["a"]["waited"] and not rows["b"]["waited"]
+
+
+def test_a_check_waits_for_timing_and_timing_waits_for_checks(cache, tmp_path):
+    log = tmp_path / "log"
+    check_a = holder("check a", log, exclusive=False, hold_s=1.2)
+    time.sleep(0.4)
+    timing = holder("timing", log, exclusive=True, hold_s=0.8)
+    time.sleep(0.4)
+    check_b = holder("check b", log, exclusive=False, hold_s=0.2)  # arrives after the timing asked: waits
+    run_all(check_a, timing, check_b)
+    rows = spans(log)
+    assert rows["timing"]["start"] >= rows["check a"]["end"]
+    assert rows["check b"]["start"] >= rows["timing"]["end"], "a late check overtook the waiting timing run"
+    assert "someone's timing" in rows["check b"]["waited"][0]
+
+
+def test_checks_are_admitted_only_while_their_memory_fits(cache, tmp_path):
+    log = tmp_path / "log"
+    big = holder("big", log, exclusive=False, hold_s=1.2, need=6 * GIB)
+    time.sleep(0.4)
+    run_all(big, holder("second", log, exclusive=False, hold_s=0.1, need=6 * GIB),
+            holder("small", log, exclusive=False, hold_s=0.1, need=GIB))
+    rows = spans(log)
+    assert rows["second"]["start"] >= rows["big"]["end"], "6 + 6 GiB of a 10 GiB device were admitted together"
+    assert "GiB" in rows["second"]["waited"][0]
+
+
+def test_a_run_alone_is_admitted_whatever_it_needs(cache, tmp_path):
+    log = tmp_path / "log"
+    run_all(holder("huge", log, exclusive=False, hold_s=0.1, need=50 * GIB))
+    assert not spans(log)["huge"]["waited"]
+
+
+def test_a_killed_holder_frees_the_device(cache, tmp_path):
+    log = tmp_path / "log"
+    victim = holder("victim", log, exclusive=False, hold_s=60, need=9 * GIB)
+    time.sleep(1.0)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    started = time.monotonic()
+    run_all(holder("after", log, exclusive=True, hold_s=0.1), holder("check", log, exclusive=False, hold_s=0.1,
+                                                                   need=9 * GIB))
+    assert time.monotonic() - started < 20
+    assert set(spans(log)) == {"after", "check"}
+
+
+def test_memory_need_comes_from_measured_peaks(cache):
+    default = lease.memory_need(FAKE_GPU, "problem")
+    assert default == int(lease.DEFAULT_NEED * FAKE_GPU.total_memory_bytes)
+    lease.record_peak(FAKE_GPU, "problem", 2 * GIB)
+    assert lease.memory_need(FAKE_GPU, "problem") == int(2 * GIB * lease.NEED_MARGIN)
+    assert lease.memory_need(Device(kind="cpu"), "problem") == 0
+
+
+def test_two_cli_runs_on_one_device_queue(cache, tmp_path):
+    """While a `kernel-mcp profile` times on the CPU, a second profile and a check started beside it wait
+    for it instead of running beside it, and say so; all of them pass."""
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
+    problem = PROBLEMS / "vector_add"
+    base = [sys.executable, "-m", "kernel_mcp"]
+    timed = [*base, "profile", str(problem), str(problem / "baseline.py"), "--device", "cpu", "--shapes", "tests"]
+    run = dict(env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen([*timed, "--budget", "20"], **run)
+    seen = []
+    for line in first.stderr:  # its progress: once it times the reference, it holds the lease
+        seen.append(line)
+        if "timing the reference alone" in line:
+            break
+    second = subprocess.Popen([*timed, "--budget", "2"], **run)
+    checked = subprocess.Popen([*base, "check", str(problem), str(problem / "baseline.py"), "--device", "cpu"], **run)
+    outputs = [p.communicate(timeout=400) for p in (first, second, checked)]
+    assert [p.returncode for p in (first, second, checked)] == [0, 0, 0], outputs
+    assert "waiting for" in outputs[1][1], outputs[1][1][-2000:]
+    assert "waiting for" in outputs[2][1], outputs[2][1][-2000:]
