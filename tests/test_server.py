@@ -1,6 +1,6 @@
 """The MCP server through a real MCP client session (in memory, and over stdio in a subprocess): schemas,
 annotations, a real check with progress, workspace confinement, the snapshot tools, compact results,
-resources, the prompt, and how fast a fresh server answers tools/list."""
+the job form of the long tools, resources, the prompt, and how fast a fresh server answers tools/list."""
 import asyncio
 import base64
 import os
@@ -17,13 +17,17 @@ from mcp.shared.exceptions import MCPError
 from kernel_mcp.results import ProfileResult, RooflinePoint, RooflineResult, RooflineShape
 from kernel_mcp.roofline_chart import draw
 from kernel_mcp.server import PNG_MAGIC, build_server
+from kernel_mcp.server.job_tools import clamp_wait
 from kernel_mcp.tools import snapshot as snapshots
 from kernel_mcp.tools.evaluate import _chart as evaluate_chart
 
 from conftest import PROBLEMS, REPO, repo_pythonpath
 
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
-TOOLS = {"check", "compile", "profile", "roofline", "evaluate", "snapshot", "history", "diff", "restore", "status"}
+LONG_TOOLS = ("evaluate", "profile", "roofline")
+JOB_TOOLS = {"evaluate_start", "profile_start", "roofline_start", "job_wait"}
+TOOLS = {"check", "compile", *LONG_TOOLS, "snapshot", "history", "diff", "restore", "status", *JOB_TOOLS}
+QUICK = {"device": "cpu", "budget_s": 1, "shapes": "tests"}  # CPU, the small test shapes
 
 
 @pytest.fixture
@@ -63,6 +67,20 @@ def test_tools_have_output_schemas_and_honest_annotations(workspace):
         assert "detail" in tools[name].output_schema["properties"]
     assert tools["check"].annotations.read_only_hint and tools["history"].annotations.read_only_hint
     assert tools["restore"].annotations.destructive_hint and not tools["snapshot"].annotations.read_only_hint
+    assert not tools["evaluate_start"].annotations.read_only_hint and tools["job_wait"].annotations.read_only_hint
+
+
+def test_long_tools_and_their_job_forms_take_the_same_arguments_and_say_when_to_use_which(workspace):
+    async def script(client):
+        return {t.name: t for t in (await client.list_tools()).tools}
+    tools = _session(workspace, script)
+    for name in LONG_TOOLS:
+        one_call, start = tools[name], tools[f"{name}_start"]
+        assert one_call.input_schema["properties"] == start.input_schema["properties"]
+        assert one_call.input_schema.get("required") == start.input_schema.get("required")
+        assert f"{name}_start + job_wait" in one_call.description and "~45 s" in one_call.description
+        assert "job_wait" in start.description and start.output_schema["title"] == "Job"
+    assert tools["job_wait"].input_schema["properties"]["wait_s"]["default"] == 45
 
 
 def test_check_over_mcp_with_progress(workspace):
@@ -135,6 +153,82 @@ def test_detail_adds_the_full_result(workspace):
     assert "no ceilings" in body["message"]  # a CPU has no roofs: the summary says why
     full = RooflineResult.model_validate(body["detail"])
     assert full.profile.check.passed and len(full.profile.shapes) == len(body["shapes"]) == 4
+
+
+async def _wait_until_done(client, job, wait_s=20, rounds=30):
+    """job_wait until the job ends, as a model would call it."""
+    for _ in range(rounds):
+        if job["state"] != "running":
+            return job
+        answer = await client.call_tool("job_wait", {"job_id": job["id"], "wait_s": wait_s})
+        assert not answer.is_error, answer.content[0].text
+        job = answer.structured_content
+    raise AssertionError(f"job still running after {rounds} waits: {job}")
+
+
+def test_evaluate_as_a_job_ends_with_the_one_call_summary(workspace):
+    notified = []
+
+    async def progress(done, total, message):
+        notified.append(message)
+
+    async def script(client):
+        schema = next(t for t in (await client.list_tools()).tools if t.name == "evaluate").output_schema
+        started = await client.call_tool("evaluate_start", {"problem": "vector_add", "candidate": "add.py",
+                                                            "author": "job", **QUICK}, progress_callback=progress)
+        assert not started.is_error, started.content[0].text
+        return schema, started.structured_content, await _wait_until_done(client, started.structured_content)
+    schema, started, done = _session(workspace, script)
+    assert started["tool"] == "evaluate" and started["state"] == "running" and started["result"] is None
+    assert done["id"] == started["id"] and done["state"] == "done" and done["error"] is None, done
+    Draft202012Validator(schema).validate(done["result"])  # what the one-call evaluate returns
+    assert set(done["result"]) == set(schema["properties"]) and done["result"]["passed"]
+    assert done["progress"]["message"] and done["elapsed_s"] > 0  # the instrument's progress, kept on the job
+    assert notified == []  # nobody waits on the start call: no progress notifications for a job
+    [snap] = snapshots.history(workspace, "vector_add")
+    assert snap.id == done["result"]["snapshot_id"] and snap.author == "job"
+
+
+def test_job_wait_returns_within_its_wait_s_while_the_job_runs(workspace):
+    async def script(client):
+        job = (await client.call_tool("roofline_start", {"problem": "vector_add", "candidate": "add.py",
+                                                         **QUICK})).structured_content
+        timed = []
+        for wait_s in (1, -5):  # -5: clamped to 0, an immediate look
+            began = time.monotonic()
+            answer = await client.call_tool("job_wait", {"job_id": job["id"], "wait_s": wait_s})
+            timed.append((answer.structured_content["state"], time.monotonic() - began))
+        return timed, await _wait_until_done(client, job)
+    (waited, looked), done = _session(workspace, script)
+    assert waited[0] == "running" and 0.9 <= waited[1] < 4.0, waited  # a judge boots for seconds: still running
+    assert looked[1] < 1.0, looked
+    assert done["state"] == "done" and len(done["result"]["shapes"]) == 4
+    assert clamp_wait(500) == 50 and clamp_wait(-5) == 0  # a wait stays inside the clients' ~60 s
+
+
+@pytest.mark.parametrize("tool", [f"{name}_start" for name in LONG_TOOLS])
+@pytest.mark.parametrize("bad, why", [({"candidate": "../outside.py"}, "outside the workspace"),
+                                      ({"candidate": "missing.py"}, "does not exist"),
+                                      ({"budget_s": -1}, "bad profile settings"),
+                                      ({"device": "tpu"}, "unknown device")])
+def test_misuse_is_refused_when_the_job_would_start(workspace, tool, bad, why):
+    async def script(client):
+        return await client.call_tool(tool, {"problem": "vector_add", "candidate": "add.py", **QUICK, **bad})
+    refused = _session(workspace, script)
+    assert refused.is_error and why in refused.content[0].text
+
+
+def test_an_unknown_job_is_a_tool_error_and_a_failing_job_says_why(workspace):
+    (workspace / "not_a_problem").mkdir()
+
+    async def script(client):
+        unknown = await client.call_tool("job_wait", {"job_id": "0123456789ab", "wait_s": 0})
+        job = (await client.call_tool("profile_start", {"problem": "not_a_problem", "candidate": "add.py",
+                                                        **QUICK})).structured_content
+        return unknown, await _wait_until_done(client, job)
+    unknown, failed = _session(workspace, script)
+    assert unknown.is_error and "no job '0123456789ab'" in unknown.content[0].text
+    assert failed["state"] == "failed" and "not_a_problem" in failed["error"] and failed["result"] is None
 
 
 def _roofline_with_ceilings():

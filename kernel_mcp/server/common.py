@@ -1,0 +1,49 @@
+"""What every tool module of the server shares: annotations, the workspace with refusals as tool errors,
+and running a blocking call off the event loop."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from kernel_mcp.results import UsageError
+from kernel_mcp.workspace import Workspace
+
+Shapes = Literal["benchmarks", "tests"]  # "tests": the problem's small test shapes (quick runs, CPU)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+WRITES_SNAPSHOTS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+OVERWRITES_FILES = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+
+@contextmanager
+def tool_errors() -> Iterator[None]:
+    """Misuse (a UsageError) becomes a ToolError: the model reads its message and can act on it."""
+    try:
+        yield
+    except UsageError as exc:
+        raise ToolError(str(exc)) from None
+
+
+class ToolSpace(Workspace):
+    """The workspace, with refusals as tool errors the model can act on."""
+
+    def path(self, name: str, must_exist: bool = True) -> Path:
+        with tool_errors():
+            return super().path(name, must_exist)
+
+
+async def run_blocking(ctx: Context | None, work: Callable[[Callable], Any]) -> Any:
+    """Run a blocking instrument in a worker thread, forwarding its progress as notifications to the
+    caller (when there is a ctx); UsageError -> ToolError."""
+    def progress(message: str, done: int = 0, total: int = 0) -> None:
+        if ctx is not None:
+            anyio.from_thread.run(ctx.report_progress, float(done), float(total) if total else None, message)
+
+    with tool_errors():
+        return await anyio.to_thread.run_sync(lambda: work(progress))
