@@ -129,3 +129,38 @@ def test_calibrate_measures_plausible_ceilings(tmp_path, monkeypatch):
     assert 0.5 * sheet.hbm_bytes_per_s < result.bandwidth_bytes_per_s <= 1.02 * sheet.hbm_bytes_per_s
     for unit, rate in result.matmul_flops_per_s.items():
         assert 0.2 * sheet.peak_flops[unit] < rate <= 1.02 * sheet.peak_flops[unit], unit
+
+
+def test_checks_wait_for_a_timing_run_and_leave_it_undisturbed():
+    """Issue 11: a profile alone, then the same profile while checks are started beside it. The checks wait
+    for the device's lease (they say so), and the profile's medians stay within reach of the solo ones
+    (their 95% intervals overlap, or they differ by under 3%, the spread of repeated solo runs)."""
+    import threading
+
+    from kernel_mcp.tools.check import check
+    problem, candidate = PROBLEMS / "vector_add", PROBLEMS / "vector_add" / "baseline.py"
+    alone = _run(candidate)
+    timing_started, waited, verdicts = threading.Event(), [], []
+
+    def on_progress(message, done, total):
+        if message.startswith("timing shape"):
+            timing_started.set()
+
+    def checker():
+        timing_started.wait(120)
+        result = check(problem, candidate, device="cuda",
+                       on_progress=lambda message, *_: waited.append(message) if "waiting for" in message else None)
+        verdicts.append(result.verdict)
+
+    checkers = [threading.Thread(target=checker) for _ in range(3)]
+    for thread in checkers:
+        thread.start()
+    beside = profile(problem, candidate, device="cuda", settings=settings_from(**FAST), on_progress=on_progress)
+    for thread in checkers:
+        thread.join(300)
+    assert verdicts == ["pass"] * 3 and len(waited) >= 3, (verdicts, waited)
+    assert beside.passed and beside.trusted, beside.findings
+    for solo, shared in zip(alone.shapes, beside.shapes):
+        a, b = solo.candidate, shared.candidate
+        overlapping = a.ci_low_ms <= b.ci_high_ms and b.ci_low_ms <= a.ci_high_ms
+        assert overlapping or abs(b.median_ms / a.median_ms - 1) < 0.03, (a, b)

@@ -116,8 +116,8 @@ def planted():
     found = [p for p in (home / "PLANTED", tmp / "PLANTED",
                          Path(os.environ["TRITON_CACHE_DIR"]) / "PLANTED_ENTRY",
                          Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "PLANTED_EXT") if p.exists()]
-    x = torch.ones(3)
-    if not torch.equal(x + x, torch.full((3,), 2.0)) or torch.add(x, x) is None:
+    x = torch.ones(3, device="cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.equal(x + x, torch.full_like(x, 2.0)) or torch.add(x, x) is None:
         found.append("patched torch")
     return found
 
@@ -131,7 +131,7 @@ def custom_kernel(data):
 
 
 def test_a_candidate_cannot_plant_anything_for_the_next_candidate_or_the_judge(warm_runner, tmp_path,
-                                                                               private_cache):
+                                                                               private_cache, device):
     """A candidate that patches torch, leaves a thread, writes into its home, its temporary folder, its
     kernel build caches, the judge's Triton cache, other candidates' cache entries and scratch folders
     (the warm host waiting for the next candidate's among them): the next candidate, served by the same
@@ -139,10 +139,10 @@ def test_a_candidate_cannot_plant_anything_for_the_next_candidate_or_the_judge(w
     planter, detector = tmp_path / "planter.py", tmp_path / "detector.py"
     planter.write_text(textwrap.dedent(PLANTER))
     detector.write_text(textwrap.dedent(DETECTOR))
-    check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu", runner=warm_runner)  # warm processes exist now
-    planted = check(VECTOR_ADD, planter, device="cpu", runner=warm_runner)
+    check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device=device, runner=warm_runner)  # warm processes exist now
+    planted = check(VECTOR_ADD, planter, device=device, runner=warm_runner)
     assert planted.passed, planted.verdict  # planting is not what check judges; the next run is
-    after = check(VECTOR_ADD, detector, device="cpu", runner=warm_runner)
+    after = check(VECTOR_ADD, detector, device=device, runner=warm_runner)
     assert after.passed, f"{after.verdict}: {after.log_tail}"
     assert "DETECTOR FOUND []" in after.log_tail
     namespaced = not any(f.code == "no_pid_namespace" for f in planted.findings)

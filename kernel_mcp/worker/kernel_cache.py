@@ -21,7 +21,8 @@ from kernel_mcp.cache import cache_root
 KINDS = {"TRITON_CACHE_DIR": "triton", "TORCH_EXTENSIONS_DIR": "torch_extensions"}
 MAX_KEEP_BYTES = 512 << 20  # a store entry never grows past this (a flood is dropped, not kept)
 KEEP_ENTRIES = 64  # candidates whose builds are kept (least recently used ones go)
-DRIVER_STUBS = ("cuda_utils.so", "hip_utils.so")  # Triton's per-machine launcher helpers, built by the judge
+# Triton's driver helpers (cuda_utils<EXT_SUFFIX>, hip_utils...), one per machine, built by the judge
+DRIVER_STUBS = ("cuda_utils", "hip_utils")
 
 
 def store() -> Path:
@@ -45,15 +46,20 @@ def scratch_env(scratch: Path) -> dict[str, str]:
     return {var: str(scratch / name) for var, name in KINDS.items()}
 
 
+def prepare(scratch: Path) -> None:
+    """Empty build caches in a new scratch folder, with the judge's Triton driver stubs (built by trusted
+    code; without them each new process compiles its own with gcc, ~1 s) before any candidate is known."""
+    for name in KINDS.values():
+        (scratch / name).mkdir(parents=True, exist_ok=True)
+    _copy_stubs(scratch / "triton")
+
+
 def fill(key: str, scratch: Path) -> None:
-    """Copy this candidate's kept builds, and the judge's driver stubs, into a fresh scratch folder."""
+    """Copy this candidate's kept builds into its process's scratch folder (made by ``prepare``)."""
     entry = store() / key
     for name in KINDS.values():
-        target = scratch / name
-        target.mkdir(parents=True, exist_ok=True)
         if (entry / name).is_dir():
-            shutil.copytree(entry / name, target, dirs_exist_ok=True, symlinks=True)
-    _copy_stubs(scratch / "triton")
+            shutil.copytree(entry / name, scratch / name, dirs_exist_ok=True, symlinks=True)
     if entry.is_dir():
         os.utime(entry)  # least recently used goes first
 
@@ -63,8 +69,8 @@ def _copy_stubs(target: Path) -> None:
     if not source.is_dir():
         return
     for folder in source.iterdir():
-        if folder.is_dir() and any((folder / stub).is_file() for stub in DRIVER_STUBS) \
-                and not (target / folder.name).exists():
+        if folder.is_dir() and not (target / folder.name).exists() \
+                and any(f.name.startswith(DRIVER_STUBS) and f.suffix == ".so" for f in folder.iterdir()):
             shutil.copytree(folder, target / folder.name, symlinks=True)
 
 

@@ -93,6 +93,7 @@ class CandidateSession:
         self.device, self.run_token, self.booted, self.cache_key = device_kind, run_token, False, ""
         self.timeout = 0.0
         self.scratch = sandbox.new_scratch("kmcp-candidate-")
+        kernel_cache.prepare(self.scratch)
         # temporary files go to a short path in /tmp: multiprocessing binds a unix socket there to hand
         # tensors' file descriptors over, and such paths may not exceed 107 bytes
         self.tmp = Path(tempfile.mkdtemp(prefix="kmcp-tmp-"))

@@ -27,6 +27,7 @@ class StepProcess:
     def __init__(self, interpret: bool, isolate: bool = True):
         self.interpret, self.token = interpret, secrets.token_hex(16)
         self.scratch = sandbox.new_scratch("kmcp-step-")
+        kernel_cache.prepare(self.scratch)
         self.log_path = self.scratch.parent / f"{self.scratch.name}.log"
         ours, theirs = socket.socketpair()
         self.conn = Connection(ours.detach())

@@ -42,12 +42,20 @@ def host(device: str, profiler: bool) -> None:
 
 
 def judge(device: str, profiler: bool) -> None:
-    """The judge: its context, CUPTI for timing runs, and one comparison so the kernels tolerance.py uses
-    are loaded (torch loads CUDA kernels lazily, on first use)."""
+    """The judge: its context, CUPTI for timing runs, one comparison so the kernels tolerance.py uses are
+    loaded (torch loads CUDA kernels lazily, on first use), and Triton's driver stubs, built once into the
+    judge's own Triton cache, from where new candidate processes get a copy (worker/kernel_cache.py)."""
     import torch
 
     from kernel_mcp.taskspec import ToleranceSpec
     from kernel_mcp.tolerance import Expected, compare
     gpu(device, profiler)
+    if device.startswith("cuda"):
+        try:
+            from triton.runtime import driver
+            driver.active.get_current_device()
+            driver.active.utils  # noqa: B018  (building the stub is the point)
+        except Exception:  # noqa: BLE001  (no Triton, or another backend: hosts build their own)
+            pass
     ref = torch.linspace(-1, 1, 64, dtype=torch.float64, device=device)
     compare((ref * 1.5).float(), Expected(ref=ref, honest=ref.float()), ToleranceSpec(), 4.0)
