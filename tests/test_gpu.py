@@ -12,7 +12,7 @@ pytestmark = pytest.mark.gpu
 def test_gpu_mode_problem_loads_unchanged_on_cuda():
     folder = FIXTURES / "gpumode" / "scale_shift"
     result = check(folder, folder / "submission.py", device="cuda")
-    assert result.passed and result.device == "cuda", result
+    assert result.passed and result.device == "cuda:0", result
     assert check(folder, folder / "wrong_half.py", device="cuda").verdict == "fail: mismatch"
 
 

@@ -130,10 +130,18 @@ def test_snapshot_history_diff_restore_status(workspace):
 
 
 def test_evaluate_returns_a_compact_summary_and_snapshots(workspace):
+    notified = []
+
+    async def progress(done, total, message):
+        notified.append(message)
+
     async def script(client):
         return await client.call_tool("evaluate", {"problem": "vector_add", "candidate": "add.py", "device": "cpu",
-                                                   "budget_s": 2, "shapes": "tests", "author": "test"})
+                                                   "budget_s": 2, "shapes": "tests", "author": "test"},
+                                      progress_callback=progress)
     result = _session(workspace, script)
+    # a human rate: per case and per shape, sample counts at most every 2 s (not one per sample: ~400 before)
+    assert 8 <= len(notified) <= 60, notified
     assert not result.is_error, result.content[0].text[:2000]
     body = result.structured_content
     assert body["passed"] and body["detail"] is None and len(body["shapes"]) == 4

@@ -1,14 +1,24 @@
-"""The only place candidate code runs.
+"""The only place candidate code runs, behind one door: ``runner.py``.
 
-Three processes, trust decreasing inward:
+Processes, trust decreasing inward:
 
-caller (CLI / MCP server; never imports problem or candidate code)
-  -> judge (``python -m kernel_mcp.worker.judge``; trusted): imports reference.py, makes inputs from fresh
-     secret seeds, computes float64 references, compares, decides. Non-dumpable, so a same-user candidate
-     cannot read its memory or file descriptors. Reports to the caller on a private pipe, every message
-     authenticated with an HMAC key the caller sent on stdin.
-     -> candidate host (``python -m kernel_mcp.worker.candidate_host``; untrusted): imports the candidate and
-        only ever runs ``custom_kernel`` on tensors it receives (shared memory on CPU, CUDA IPC on GPU).
-        Allowlisted environment, scratch directory as cwd/HOME/TMPDIR, no ptrace capability when root.
-        What it sends back is unpickled by a restricted unpickler that only rebuilds plain tensors.
+caller (CLI, MCP server; never imports problem or candidate code) holds a *runner* (runner.py): it
+  guards the files the harness relies on, takes the device's lease (lease.py: exclusive for timing, shared
+  for checks while their memory fits), starts the processes below and reads their results. Messages
+  are typed (protocol.py) and validated where they arrive.
+  -> judge (``judge.py``; trusted): started isolated (``python -S -I``), non-dumpable. Boots first
+     (hosts.py starts its candidate hosts at once; warm.py pays torch's first-use costs), says Ready, then
+     serves one JudgeRequest: imports reference.py, makes inputs from fresh secret seeds, computes float64
+     references, compares (outputs.py), decides (check_run.py, profile_run.py, profile_verdict.py).
+     Reports on a private pipe, each line HMAC-signed (channel.py; client.py is the caller's side).
+     -> candidate host (``candidate_host.py``; untrusted; session.py is the judge's side): boots with
+        harness code only, then imports exactly one candidate and runs ``custom_kernel`` on tensors it
+        receives (shared memory on CPU, CUDA IPC on GPU). What it sends back is unpickled by a restricted
+        unpickler that rebuilds plain tensors only.
+  -> step host (``step_host.py``; untrusted; steps.py is the caller's side): one compile step (record
+     Triton launches, build them per target, capture C++ sources) for one candidate, JSON over a socket.
+
+Every untrusted process (sandbox.py): allowlisted environment, a scratch HOME, its own kernel build caches
+(kernel_cache.py), its own PID and mount namespace where the OS allows (kernel_mcp's cache read-only
+inside), limits, a run token; it is killed with its whole tree afterwards.
 """

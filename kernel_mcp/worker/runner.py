@@ -15,8 +15,9 @@ import json
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Protocol
 
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
@@ -240,7 +241,24 @@ def _apply_tampering(result: CheckResult | ProfileResult, tampered: list[str]) -
     return result
 
 
-Runner = LocalRunner  # the interface tools are written against; the GPU pool and Ray add others
+class Runner(Protocol):
+    """What tools ask of a runner: LocalRunner here; a pool of GPUs or a Ray cluster implements the same."""
+
+    def judge(self, request: JudgeRequest, device: str = "auto",
+              on_progress: ProgressFn | None = None) -> CheckResult | ProfileResult: ...
+
+    def step(self, request, problem: Problem, timeout_s: float, device: Device | None = None) -> StepReply: ...
+
+    def counters(self, result: ProfileResult, problem: Problem, candidate: Path, device: Device | None,
+                 shape: int = 0) -> None: ...
+
+    def exclusive(self, device: Device, on_progress: ProgressFn | None = None) -> AbstractContextManager: ...
+
+    def local_gpu(self) -> Device | None: ...
+
+    def resolved(self, device: str) -> Device | None: ...
+
+    def close(self) -> None: ...
 
 _default: LocalRunner | None = None
 
