@@ -11,15 +11,17 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sysconfig
 from pathlib import Path
 
 from kernel_mcp.backends import nvidia
+from kernel_mcp.worker.toolchain import run_tool
 
 # what load_inline puts before the user's cuda_sources (torch/utils/cpp_extension.py, load_inline)
 INLINE_PREFIX = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n\n"
 NVCC_TIMEOUT_S = 900
+DEMANGLE_TIMEOUT_S = 30
+CUOBJDUMP_TIMEOUT_S = 120
 GENCODE = {"sm_80": "compute_80", "sm_86": "compute_86", "sm_89": "compute_89", "sm_90": "compute_90",
            "sm_90a": "compute_90a", "sm_100": "compute_100", "sm_100a": "compute_100a", "sm_120": "compute_120"}
 
@@ -51,11 +53,12 @@ def nvcc_command(source: Path, out: Path, targets: list[str], extra: list[str], 
 
 
 def compile_nvidia(source: Path, targets: list[str], extra: list[str], scratch: Path) -> tuple[int, str, Path]:
-    """(exit code, nvcc's output, object file)."""
+    """(exit code, nvcc's output, object file); an nvcc that could not start or ran out of time is a failure
+    whose output says so."""
     out = scratch / (source.stem + ".o")
-    done = subprocess.run(nvcc_command(source, out, targets, extra, include_flags(scratch)), capture_output=True,
-                          text=True, timeout=NVCC_TIMEOUT_S, cwd=scratch)
-    return done.returncode, done.stdout + done.stderr, out
+    run = run_tool(nvcc_command(source, out, targets, extra, include_flags(scratch)), timeout_s=NVCC_TIMEOUT_S,
+                   cwd=scratch)
+    return run.exit_status, run.transcript, out
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
@@ -90,8 +93,7 @@ def demangle(names: list[str]) -> dict[str, str]:
         or shutil.which("c++filt")
     if not tool or not names:
         return {n: n for n in names}
-    done = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, timeout=30)
-    plain = done.stdout.splitlines()
+    plain = run_tool([tool], input="\n".join(names), timeout_s=DEMANGLE_TIMEOUT_S).stdout.splitlines()
     return dict(zip(names, plain)) if len(plain) == len(names) else {n: n for n in names}
 
 
@@ -125,5 +127,4 @@ def sass_for(obj: Path, target: str) -> str:
     tool = nvidia.tool("cuobjdump")
     if tool is None:
         return ""
-    done = subprocess.run([tool, "-sass", "-arch", target, str(obj)], capture_output=True, text=True, timeout=120)
-    return done.stdout
+    return run_tool([tool, "-sass", "-arch", target, obj], timeout_s=CUOBJDUMP_TIMEOUT_S).stdout

@@ -20,12 +20,13 @@ import io
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from kernel_mcp.backends.cuda import INLINE_PREFIX, include_flags
+from kernel_mcp.worker.toolchain import run_tool
 
 HIPCC_TIMEOUT_S = 900
+VERSION_TIMEOUT_S = 60
 # INLINE_PREFIX as hipify rewrites it (cuda.h and cuda_runtime.h both become hip_runtime.h): the prefix of an
 # inline source that is already HIP, with the same number of lines so errors map back the same way
 HIP_INLINE_PREFIX = "#include <torch/types.h>\n#include <hip/hip_runtime.h>\n#include <hip/hip_runtime.h>\n\n"
@@ -79,12 +80,11 @@ def version() -> str:
     tool = hipcc()
     if tool is None:
         return "missing"
-    try:
-        done = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60, env=environment())
-    except (OSError, subprocess.TimeoutExpired):
+    run = run_tool([tool, "--version"], timeout_s=VERSION_TIMEOUT_S, env=environment())
+    if not run.started or run.timed_out:
         return "unknown"
-    hip = re.search(r"HIP version:\s*(\S+)", done.stdout)
-    clang = re.search(r"clang version\s*(\S+)", done.stdout)
+    hip = re.search(r"HIP version:\s*(\S+)", run.stdout)
+    clang = re.search(r"clang version\s*(\S+)", run.stdout)
     return ", ".join(part for part in (f"HIP {hip[1]}" if hip else "", f"clang {clang[1]}" if clang else "")
                      if part) or "unknown"
 
@@ -188,12 +188,13 @@ def hipcc_command(source: Path, out: Path, target: str, extra: list[str], includ
 
 def compile_amd(source: Path, target: str, extra: list[str], includes: list[str], scratch: Path,
                 workdir: Path) -> tuple[int, str, str]:
-    """(exit code, hipcc's output with the remarks, AMDGCN text) for one target."""
+    """(exit code, hipcc's output with the remarks, AMDGCN text) for one target; a hipcc that could not start or
+    ran out of time is a failure whose output says so."""
     out = scratch / f"{source.stem}-{target}.s"
-    done = subprocess.run(hipcc_command(source, out, target, extra, includes), capture_output=True, text=True,
-                          timeout=HIPCC_TIMEOUT_S, cwd=workdir, env=environment())
-    asm = out.read_text(errors="replace") if done.returncode == 0 and out.exists() else ""
-    return done.returncode, done.stdout + done.stderr, asm
+    run = run_tool(hipcc_command(source, out, target, extra, includes), timeout_s=HIPCC_TIMEOUT_S, cwd=workdir,
+                   env=environment())
+    asm = out.read_text(errors="replace") if run.ok and out.exists() else ""
+    return run.exit_status, run.transcript, asm
 
 
 # ---- reading the output

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
+
+from kernel_mcp.worker.toolchain import run_tool
 
 TOOL_TIMEOUT_S = 60
 
@@ -26,8 +27,8 @@ def tool(name: str) -> str | None:
 
 
 def _run(argv: list[str]) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
-    return done.stdout + done.stderr
+    """What the tool printed (stdout, stderr); the parsers find nothing in it when the tool failed."""
+    return run_tool(argv, timeout_s=TOOL_TIMEOUT_S).transcript
 
 
 def resource_usage(cubin: Path) -> dict[str, int]:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +41,7 @@ from kernel_mcp.counters.rocprof import (
     parse_rocprof,
     rocprof_command,
 )
+from kernel_mcp.worker.toolchain import ToolRun, run_tool
 
 __all__ = ["NCU_METRICS", "NCU_STALL_REASONS", "NVTX_RANGE", "ROCPROF_PASSES", "CounterReport", "KernelCounters",
            "Stall", "merge_rocprof_passes", "ncu_command", "parse_ncu_csv", "parse_rocprof", "rocprof_command",
@@ -85,27 +84,9 @@ def _vendor_tool(vendor: str) -> str:
     return ""
 
 
-def _run(command: list[str], env: dict[str, str], timeout_s: float) -> tuple[int | None, str]:
-    """(exit code or None on timeout, combined stdout+stderr).  The whole process group dies on timeout."""
-    try:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    except OSError as exc:
-        return -1, f"could not start {command[0]}: {exc}"
-    try:
-        out, _ = proc.communicate(timeout=max(timeout_s, 0.001))
-        return proc.returncode, out.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the profiler and the target it launched
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            out, _ = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipe
-            proc.kill()
-            out = b""
-        return None, out.decode("utf-8", "replace")
+def _run(command: list[str], env: dict[str, str], timeout_s: float) -> ToolRun:
+    """The profiler with stderr folded into stdout in order (its warnings sit among the target's lines)."""
+    return run_tool(command, timeout_s=timeout_s, env=env, merge_stderr=True)
 
 
 def _ncu_diagnosis(output: str, returncode: int | None) -> str:
@@ -129,13 +110,17 @@ def _run_ncu(tool: str, target_argv: list[str], env: dict[str, str], timeout_s: 
         log = Path(tmp) / "ncu.csv"
         command = ncu_command(target_argv, log)
         command[0] = tool
-        returncode, output = _run(command, env, timeout_s)
+        run = _run(command, env, timeout_s)
         logged = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    output, returncode = run.transcript, run.returncode
     combined = output + ("\n" + logged if logged else "")
     report = CounterReport(tool="ncu", command=command, raw_tail=_tail(combined))
-    if returncode is None:
+    if run.timed_out:
         report.message = (f"ncu timed out after {timeout_s:g} s and was killed. Profiling replays every kernel "
                           "in the range many times; use a smaller shape or a longer timeout.")
+        return report
+    if not run.started:
+        report.message = run.message
         return report
     kernels = parse_ncu_csv(logged) or parse_ncu_csv(output)
     if not kernels:
@@ -163,10 +148,10 @@ def _run_rocprof(tool: str, target_argv: list[str], env: dict[str, str], timeout
             command[0] = tool
             report.command = report.command or command
             started = time.monotonic()
-            returncode, output = _run(command, env, deadline)
+            run = _run(command, env, deadline)
             deadline -= time.monotonic() - started
-            outputs.append(output)
-            if returncode is None:
+            outputs.append(run.transcript)
+            if run.timed_out:
                 report.raw_tail = _tail("\n".join(outputs))
                 report.message = (f"rocprofv3 timed out after {timeout_s:g} s (all passes) and was killed; "
                                   f"{AMD_UNVERIFIED}.")
@@ -174,9 +159,9 @@ def _run_rocprof(tool: str, target_argv: list[str], env: dict[str, str], timeout
             trace = _find(out_dir, "kernel_trace.csv")
             counters = _find(out_dir, "counter_collection.csv")
             markers = _find(out_dir, "marker_api_trace.csv")
-            if returncode != 0 or (trace is None and counters is None):
-                notes.append(f"pass {index} ({', '.join(pmc) or 'trace only'}) failed with exit code "
-                             f"{returncode}")
+            if not run.ok or (trace is None and counters is None):
+                why = f"exit code {run.returncode}" if run.started else run.message
+                notes.append(f"pass {index} ({', '.join(pmc) or 'trace only'}) failed ({why})")
                 continue
             if index == 0 and not _marker_windows(markers, NVTX_RANGE):
                 notes.append(f"ROCTx range '{NVTX_RANGE}' not found in the marker trace, so every kernel of "
