@@ -47,7 +47,12 @@ def workspace(scratch: Path, name: str) -> Path:
     return root
 
 
-async def server_part(versions: dict[str, Path], scratch: Path, device: str, rounds: int) -> list[dict]:
+def save(out: Path, rows: list[dict]) -> None:
+    """After every call: a run cut short by a time limit still leaves what it measured."""
+    (out / "agent_speed.rows.json").write_text(json.dumps(rows, indent=1))
+
+
+async def server_part(versions: dict[str, Path], scratch: Path, device: str, rounds: int, out: Path) -> list[dict]:
     from contextlib import AsyncExitStack
 
     from mcp import Client, StdioServerParameters
@@ -76,11 +81,12 @@ async def server_part(versions: dict[str, Path], scratch: Path, device: str, rou
                                  "error": result.is_error})
                     print(f"  server {name:6s} {tool:8s} {problem:12s} round {round_}: {seconds:6.2f} s "
                           f"{body.get('verdict')}", flush=True)
+                    save(out, rows)
     return rows
 
 
-def cli_part(versions: dict[str, Path], scratch: Path, device: str, rounds: int) -> list[dict]:
-    rows = []
+def cli_part(versions: dict[str, Path], scratch: Path, device: str, rounds: int, out: Path,
+             rows: list[dict]) -> list[dict]:
     problem = PROBLEMS / "vector_add"
     for round_ in range(rounds + 1):
         for name, root in versions.items():
@@ -95,6 +101,7 @@ def cli_part(versions: dict[str, Path], scratch: Path, device: str, rounds: int)
                 rows.append({"part": "cli", "version": name, "tool": "check", "problem": "vector_add",
                              "round": round_, "seconds": round(seconds, 3), "verdict": verdict})
             print(f"  cli    {name:6s} check    vector_add   round {round_}: {seconds:6.2f} s {verdict}", flush=True)
+            save(out, rows)
     return rows
 
 
@@ -131,9 +138,9 @@ def main() -> None:
     rows: list[dict] = []
     started = time.time()
     if "server" in args.parts:
-        rows += asyncio.run(server_part(versions, scratch, args.device, args.rounds))
+        rows += asyncio.run(server_part(versions, scratch, args.device, args.rounds, args.out))
     if "cli" in args.parts:
-        rows += cli_part(versions, scratch, args.device, args.rounds)
+        rows = cli_part(versions, scratch, args.device, args.rounds, args.out, rows)
     report = {"device": args.device, "rounds": args.rounds, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                                                                      time.gmtime(started)),
               "rows": rows, "table": table(rows)}

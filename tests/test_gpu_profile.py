@@ -139,11 +139,12 @@ def test_checks_wait_for_a_timing_run_and_leave_it_undisturbed():
 
     from kernel_mcp.tools.check import check
     problem, candidate = PROBLEMS / "vector_add", PROBLEMS / "vector_add" / "baseline.py"
-    alone = _run(candidate)
+    long = {"budget_s": 16.0, "target_ci": 0.001}  # samples until the budget ends: the checks arrive meanwhile
+    alone = _run(candidate, **long)
     timing_started, waited, verdicts = threading.Event(), [], []
 
     def on_progress(message, done, total):
-        if message.startswith("timing shape"):
+        if message.startswith("timing the reference alone"):  # the profile holds the device from now on
             timing_started.set()
 
     def checker():
@@ -155,7 +156,7 @@ def test_checks_wait_for_a_timing_run_and_leave_it_undisturbed():
     checkers = [threading.Thread(target=checker) for _ in range(3)]
     for thread in checkers:
         thread.start()
-    beside = profile(problem, candidate, device="cuda", settings=settings_from(**FAST), on_progress=on_progress)
+    beside = profile(problem, candidate, device="cuda", settings=settings_from(**long), on_progress=on_progress)
     for thread in checkers:
         thread.join(300)
     assert verdicts == ["pass"] * 3 and len(waited) >= 3, (verdicts, waited)

@@ -75,9 +75,11 @@ class JudgeProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def wait_ready(self, timeout: float) -> Ready:
+    def wait_ready(self, timeout: float, on_progress: ProgressFn | None = None) -> Ready:
+        """The judge's Ready (cached); what it reported while booting (a wait for the device) goes to
+        ``on_progress``."""
         if self.ready is None:
-            message = self._next(time.monotonic() + timeout, None)
+            message = self._next(time.monotonic() + timeout, on_progress)
             if not isinstance(message, Ready):
                 raise JudgeFailure(f"the judge sent {type(message).__name__} before it was ready")
             self.ready = message

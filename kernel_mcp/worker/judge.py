@@ -108,7 +108,8 @@ def boot(boot: JudgeBoot, reporter: Reporter) -> tuple[Device | None, Hosts]:
     if device.kind != hosts.kind:
         hosts.restart(device.kind)
     from kernel_mcp.worker import lease, warm
-    with lease.hold(device, exclusive=False):  # contexts and CUPTI start while nobody is timing here
+    # contexts and CUPTI start while nobody is timing here; a wait for that is the caller's to see
+    with lease.hold(device, exclusive=False, on_wait=lambda message: reporter.progress(message)):
         hosts.warm(device.torch)
         warm.judge(device.torch, boot.warm_profiler)
         hosts.wait_booted()

@@ -12,6 +12,7 @@ like every file of that user; the check then says `no_pid_namespace`.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -23,6 +24,9 @@ MAX_KEEP_BYTES = 512 << 20  # a store entry never grows past this (a flood is dr
 KEEP_ENTRIES = 64  # candidates whose builds are kept (least recently used ones go)
 # Triton's driver helpers (cuda_utils<EXT_SUFFIX>, hip_utils...), one per machine, built by the judge
 DRIVER_STUBS = ("cuda_utils", "hip_utils")
+# how deep a kept tree is merged: Triton's entries (one folder per build hash) never change once written;
+# torch extensions sit one level further down (TORCH_EXTENSIONS_DIR/<python+cuda tag>/<name>)
+MERGE_DEPTH = {"triton": 0, "torch_extensions": 1}
 
 
 def store() -> Path:
@@ -55,11 +59,13 @@ def prepare(scratch: Path) -> None:
 
 
 def fill(key: str, scratch: Path) -> None:
-    """Copy this candidate's kept builds into its process's scratch folder (made by ``prepare``)."""
+    """Copy this candidate's kept builds into its process's scratch folder (made by ``prepare``). New
+    entries only: the process is already running, and a file it has loaded (Triton's driver stub) must not
+    be rewritten under it (an H200 run crashed the host that way, 2026-12-01)."""
     entry = store() / key
     for name in KINDS.values():
         if (entry / name).is_dir():
-            shutil.copytree(entry / name, scratch / name, dirs_exist_ok=True, symlinks=True)
+            _merge(entry / name, scratch / name, MERGE_DEPTH[name])
     if entry.is_dir():
         os.utime(entry)  # least recently used goes first
 
@@ -72,11 +78,6 @@ def _copy_stubs(target: Path) -> None:
         if folder.is_dir() and not (target / folder.name).exists() \
                 and any(f.name.startswith(DRIVER_STUBS) and f.suffix == ".so" for f in folder.iterdir()):
             shutil.copytree(folder, target / folder.name, symlinks=True)
-
-
-# how deep a kept tree is merged: Triton's entries (one folder per build hash) never change once written;
-# torch extensions sit one level further down (TORCH_EXTENSIONS_DIR/<python+cuda tag>/<name>)
-MERGE_DEPTH = {"triton": 0, "torch_extensions": 1}
 
 
 def keep(key: str, scratch: Path) -> None:
@@ -103,9 +104,25 @@ def _merge(built: Path, kept: Path, depth: int) -> None:
         partial = target.with_name(target.name + f".{os.getpid()}.partial")
         try:
             shutil.copytree(item, partial, symlinks=True) if item.is_dir() else shutil.copy2(item, partial)
+            if partial.is_dir():
+                _repoint_groups(partial, target)
             partial.rename(target)  # whole or not at all: a concurrent reader never sees half an entry
         except OSError:
             shutil.rmtree(partial, ignore_errors=True)
+
+
+def _repoint_groups(folder: Path, final: Path) -> None:
+    """Triton's ``__grp__*.json`` files name the files of one build by absolute path; in a copy they must
+    name the copy's files (else every lookup misses and the kernel is compiled again). A build's files sit
+    in one folder, so each path becomes ``final/<its file name>``: nothing outside the folder is named."""
+    for group in folder.glob("__grp__*.json"):
+        try:
+            data = json.loads(group.read_text())
+            children = {str(k): str(final / Path(str(v)).name) for k, v in data["child_paths"].items()}
+        except (OSError, ValueError, KeyError, AttributeError, TypeError):
+            group.unlink(missing_ok=True)  # a malformed group is a cache miss, never a path to follow
+            continue
+        group.write_text(json.dumps({"child_paths": children}))
 
 
 def _size(path: Path) -> int:

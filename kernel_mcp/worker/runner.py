@@ -53,7 +53,7 @@ class LocalRunner:
             timeout += 2 * request.settings.budget_s  # may overrun by a sample per shape; reference timed alone
         say = on_progress or (lambda *_: None)
         with self._guarded(problem) as tampered:
-            judge = self._take_judge(device, request.mode == "profile")
+            judge = self._take_judge(device, request.mode == "profile", say)
             try:
                 result = self._run_judge(judge, request, problem, device, timeout, say)
             except JudgeFailure as exc:
@@ -67,7 +67,7 @@ class LocalRunner:
 
     def _run_judge(self, judge: JudgeProcess, request: JudgeRequest, problem: Problem, device: str,
                    timeout: float, say: ProgressFn) -> CheckResult | ProfileResult:
-        ready = judge.wait_ready(BOOT_TIMEOUT_S)
+        ready = judge.wait_ready(BOOT_TIMEOUT_S, say)
         if ready.device is None:
             raise UsageError(ready.error)
         self._devices[device] = ready.device
@@ -82,11 +82,11 @@ class LocalRunner:
         except ValueError as exc:
             raise JudgeFailure(f"the judge's result does not fit {model.__name__}: {exc}") from None
 
-    def _take_judge(self, device: str, profiling: bool) -> JudgeProcess:
+    def _take_judge(self, device: str, profiling: bool, say: ProgressFn) -> JudgeProcess:
         with self._lock:
             spare = self._judges.pop(device, None)
         if spare is not None:
-            if spare.alive and _unchanged(spare, BOOT_TIMEOUT_S):
+            if spare.alive and _unchanged(spare, BOOT_TIMEOUT_S, say):
                 return spare
             spare.close()
         return JudgeProcess(device, warm_profiler=profiling)
@@ -216,10 +216,10 @@ def _problem_key(problem: Problem) -> str:
     return hashlib.sha256(str(problem.path).encode()).hexdigest()[:16]
 
 
-def _unchanged(judge: JudgeProcess, timeout: float) -> bool:
+def _unchanged(judge: JudgeProcess, timeout: float, say: ProgressFn) -> bool:
     """True if the judge booted and every kernel_mcp file it imported still has the content it had then."""
     try:
-        ready = judge.wait_ready(timeout)
+        ready = judge.wait_ready(timeout, say)
     except JudgeFailure:
         return False
     for path, digest in ready.loaded.items():

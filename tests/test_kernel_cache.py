@@ -1,0 +1,99 @@
+"""worker/kernel_cache.py: each candidate's kernel builds kept apart, copied in without touching what a
+running process has loaded, Triton's group files pointing at the copy."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernel_mcp.worker import kernel_cache
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "cache"))
+    return kernel_cache.store()
+
+
+def build(scratch, entry: str, files: dict[str, str]) -> None:
+    """What Triton writes for one build: files in a folder named by its hash, and a group naming them."""
+    folder = scratch / "triton" / entry
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    group = {name: str(folder / name) for name in files}
+    (folder / "__grp__kernel.json").write_text(json.dumps({"child_paths": group}))
+
+
+def test_builds_travel_from_one_process_to_the_next_of_the_same_candidate(store, tmp_path):
+    candidate = tmp_path / "c.py"
+    candidate.write_text("x = 1\n")
+    key = kernel_cache.key_for(candidate)
+    first, second = tmp_path / "first", tmp_path / "second"
+    kernel_cache.prepare(first)
+    build(first, "HASH1", {"kernel.cubin": "binary", "kernel.json": "{}"})
+    kernel_cache.keep(key, first)
+    kernel_cache.prepare(second)
+    kernel_cache.fill(key, second)
+    copied = second / "triton" / "HASH1"
+    assert (copied / "kernel.cubin").read_text() == "binary"
+    children = json.loads((copied / "__grp__kernel.json").read_text())["child_paths"]
+    assert children == {"kernel.cubin": str(copied / "kernel.cubin"), "kernel.json": str(copied / "kernel.json")}
+
+
+def test_filling_never_rewrites_a_file_a_running_process_may_have_loaded(store, tmp_path):
+    candidate = tmp_path / "c.py"
+    candidate.write_text("x = 1\n")
+    key = kernel_cache.key_for(candidate)
+    earlier, running = tmp_path / "earlier", tmp_path / "running"
+    kernel_cache.prepare(earlier)
+    build(earlier, "STUB", {"cuda_utils.so": "kept copy"})
+    kernel_cache.keep(key, earlier)
+    kernel_cache.prepare(running)
+    build(running, "STUB", {"cuda_utils.so": "loaded"})
+    loaded = running / "triton" / "STUB" / "cuda_utils.so"
+    inode = loaded.stat().st_ino
+    kernel_cache.fill(key, running)
+    assert loaded.read_text() == "loaded" and loaded.stat().st_ino == inode
+
+
+def test_another_candidate_gets_none_of_its_builds(store, tmp_path):
+    one, other = tmp_path / "one.py", tmp_path / "other.py"
+    one.write_text("x = 1\n")
+    other.write_text("x = 2\n")
+    scratch, fresh = tmp_path / "s1", tmp_path / "s2"
+    kernel_cache.prepare(scratch)
+    build(scratch, "PLANTED", {"kernel.cubin": "poison"})
+    kernel_cache.keep(kernel_cache.key_for(one), scratch)
+    kernel_cache.prepare(fresh)
+    kernel_cache.fill(kernel_cache.key_for(other), fresh)
+    assert not (fresh / "triton" / "PLANTED").exists()
+
+
+def test_a_malformed_or_wandering_group_points_nowhere_outside(store, tmp_path):
+    candidate = tmp_path / "c.py"
+    candidate.write_text("x = 1\n")
+    key = kernel_cache.key_for(candidate)
+    scratch, next_one = tmp_path / "s1", tmp_path / "s2"
+    kernel_cache.prepare(scratch)
+    build(scratch, "H", {"kernel.cubin": "b"})
+    (scratch / "triton" / "H" / "__grp__evil.json").write_text(json.dumps({"child_paths": {"k": "/etc/passwd"}}))
+    (scratch / "triton" / "H" / "__grp__bad.json").write_text("{not json")
+    kernel_cache.keep(key, scratch)
+    kernel_cache.prepare(next_one)
+    kernel_cache.fill(key, next_one)
+    folder = next_one / "triton" / "H"
+    assert json.loads((folder / "__grp__evil.json").read_text())["child_paths"] == {"k": str(folder / "passwd")}
+    assert not (folder / "__grp__bad.json").exists()
+
+
+def test_old_entries_are_pruned(store, tmp_path, monkeypatch):
+    monkeypatch.setattr(kernel_cache, "KEEP_ENTRIES", 2)
+    for i in range(4):
+        candidate = tmp_path / f"c{i}.py"
+        candidate.write_text(f"x = {i}\n")
+        scratch = tmp_path / f"s{i}"
+        kernel_cache.prepare(scratch)
+        build(scratch, f"H{i}", {"k": "b"})
+        kernel_cache.keep(kernel_cache.key_for(candidate), scratch)
+    assert len(list(store.iterdir())) == 2
