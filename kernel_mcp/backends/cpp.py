@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kernel_mcp import occupancy
 from kernel_mcp.backends import amd, nvidia
-from kernel_mcp.backends.targets import Target
+from kernel_mcp.targets import Target
 from kernel_mcp.backends.triton import ASM_EXCERPT_CHARS, Step
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import CompileResult, Finding, KernelBuild

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kernel_mcp import occupancy
 from kernel_mcp.backends import amd, nvidia
-from kernel_mcp.backends.targets import Target, parse, present
+from kernel_mcp.targets import Target, parse, present
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import CompileResult, Finding, KernelBuild
 from kernel_mcp.worker.protocol import BuildRequest, RecordRequest

@@ -21,7 +21,7 @@ from pathlib import Path
 import kernel_mcp
 from kernel_mcp.backends import cpp, triton
 from kernel_mcp.cache import cache_root
-from kernel_mcp.backends.targets import DEFAULT_CROSS, Target, parse, present
+from kernel_mcp.targets import DEFAULT_CROSS, Target, parse, present
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CompileResult, Finding, UsageError
 from kernel_mcp.tools.check import resolve_candidate

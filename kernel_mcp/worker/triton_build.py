@@ -90,7 +90,7 @@ def error_location(exc: BaseException, kernel: Any) -> tuple[str, int]:
 
 
 def build(launch: dict, index: int, target_spec: dict, out_dir: Path) -> dict:
-    from kernel_mcp.backends.targets import parse
+    from kernel_mcp.targets import parse
     target = parse(target_spec)
     entry = {"kernel": launch["qualname"], "launch": index, "target": target.name, "ok": False}
     kernel = None
