@@ -13,7 +13,9 @@ import hmac
 import io
 import json
 import pickle
+from collections.abc import Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 MAX_MESSAGE_BYTES = 64 << 20  # tensors travel out of band; a bigger message is an attack or a bug
@@ -47,6 +49,28 @@ def recv_untrusted(conn: Connection) -> Any:
     """Receive one message from the candidate host without letting it run code here."""
     payload = conn.recv_bytes(MAX_MESSAGE_BYTES)
     return SafeUnpickler(io.BytesIO(payload)).load()
+
+
+def serve_inherited(serve: Callable[[Connection], None]) -> None:
+    """The main of an untrusted process (candidate or step host): ``serve`` on the socket whose fd is
+    argv[1]; the trusted side closing it is the normal end; interpreter teardown is skipped (the trusted
+    side has what it needs, and a candidate's atexit code gets no second chance to run)."""
+    import os
+    import sys
+    conn = Connection(int(sys.argv[1]))
+    try:
+        serve(conn)
+    except (EOFError, BrokenPipeError):
+        pass
+    os._exit(0)
+
+
+def read_tail(path: Path, limit: int) -> str:
+    """The last ``limit`` bytes of a process's log, as text ("" when it is gone)."""
+    try:
+        return path.read_bytes()[-limit:].decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def sign(key: bytes, body: dict) -> str:

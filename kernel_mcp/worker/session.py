@@ -260,10 +260,7 @@ class CandidateSession:
         return Reply("forged", message=f"unexpected message during {stage}: {str(message)[:200]}")
 
     def log_tail(self) -> str:
-        try:
-            return self.log_path.read_bytes()[-LOG_TAIL:].decode(errors="replace")
-        except OSError:
-            return ""
+        return channel.read_tail(self.log_path, LOG_TAIL)
 
     def close(self) -> None:
         try:

@@ -7,7 +7,6 @@ unpickle what candidate code could have written) and exits. Usage (by worker/ste
 """
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from multiprocessing.connection import Connection
@@ -43,12 +42,8 @@ def serve(conn: Connection) -> None:
 
 
 def main() -> None:
-    conn = Connection(int(sys.argv[1]))
-    try:
-        serve(conn)
-    except (EOFError, BrokenPipeError):
-        pass
-    os._exit(0)
+    from kernel_mcp.worker.channel import serve_inherited
+    serve_inherited(serve)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from kernel_mcp.worker import kernel_cache, sandbox
+from kernel_mcp.worker import channel, kernel_cache, sandbox
 from kernel_mcp.worker.protocol import StepReply
 
 MAX_REPLY_BYTES = 64 << 20
@@ -77,10 +77,7 @@ class StepProcess:
         return StepReply(ok=False, error=message, timed_out=timed_out, log_tail=self.log_tail())
 
     def log_tail(self) -> str:
-        try:
-            return self.log_path.read_bytes()[-LOG_TAIL:].decode(errors="replace")
-        except OSError:
-            return ""
+        return channel.read_tail(self.log_path, LOG_TAIL)
 
     def close(self) -> None:
         sandbox.kill_tree(self.proc.pid)
