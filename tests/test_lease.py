@@ -93,7 +93,7 @@ def test_a_check_waits_for_timing_and_timing_waits_for_checks(cache, tmp_path):
     rows = spans(log)
     assert rows["timing"]["start"] >= rows["check a"]["end"]
     assert rows["check b"]["start"] >= rows["timing"]["end"], "a late check overtook the waiting timing run"
-    assert "someone's timing" in rows["check b"]["waited"][0]
+    assert "a timing run holds it" in rows["check b"]["waited"][0]
 
 
 def test_checks_are_admitted_only_while_their_memory_fits(cache, tmp_path):

@@ -32,6 +32,7 @@ DEFAULT_NEED = 1 / 8  # share of a GPU reserved for a problem never measured bef
 NEED_MARGIN = 1.25  # a measured peak is reserved with this much to spare
 MIN_NEED = 256 << 20  # bytes: what a judge and a candidate host allocate beside their contexts, at least
 POLL_S = 0.2
+MOMENT_S = 0.25  # a shorter wait is another request passing the turnstile, not worth saying
 
 OnWait = Callable[[str], None]
 
@@ -48,7 +49,7 @@ def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait |
     folder = lease_dir()
     key = device.lease_key
     with open(folder / f"{key}.gate", "a+") as gate, open(folder / f"{key}.lock", "a+") as main:
-        what = "someone's timing" if not exclusive else "other runs on it"
+        what = "a timing run holds it or is next" if not exclusive else "other runs are on it"
         _lock(gate, fcntl.LOCK_EX, on_wait, f"waiting for {device.name or device.torch} ({what})")
         token = ""
         try:
@@ -67,12 +68,16 @@ def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait |
 
 
 def _lock(handle, mode: int, on_wait: OnWait | None, message: str) -> None:
-    try:
-        fcntl.flock(handle, mode | fcntl.LOCK_NB)
-        return
-    except BlockingIOError:
-        if on_wait:
-            on_wait(message)
+    """Take the lock; a wait longer than a moment (another request passing the turnstile) is reported."""
+    give_up = time.monotonic() + MOMENT_S
+    while time.monotonic() < give_up:
+        try:
+            fcntl.flock(handle, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(0.01)
+    if on_wait:
+        on_wait(message)
     fcntl.flock(handle, mode)
 
 

@@ -23,9 +23,8 @@ from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
 from kernel_mcp.worker import lease, sandbox
 from kernel_mcp.worker.client import JudgeFailure, JudgeProcess
-from kernel_mcp.worker.protocol import ProgressFn
 from kernel_mcp.worker.guard import guard_for, tampering_finding
-from kernel_mcp.worker.protocol import Device, JudgeRequest, StepReply
+from kernel_mcp.worker.protocol import Device, JudgeRequest, ProgressFn, StepReply
 from kernel_mcp.worker.steps import StepProcess
 
 HARNESS_MARGIN_S = 120  # judge start-up, reference computation and clean-up on top of the task's timeouts
@@ -33,6 +32,8 @@ BOOT_TIMEOUT_S = 300  # a judge's boot: interpreter, torch, device context, CUPT
 
 
 class LocalRunner:
+    """Judges, step hosts and the toolchain's heavy users on this machine (``warm``: keep spares booted)."""
+
     def __init__(self, warm: bool = False):
         self.warm = warm
         self._lock = threading.Lock()
