@@ -186,3 +186,17 @@ def _zombie(pid: int) -> bool:
     except OSError:
         return True
     return stat[stat.rfind(")") + 2] in "ZX"
+
+
+def test_a_host_that_fails_before_its_candidate_is_the_harnesss_failure(tmp_path, monkeypatch, private_cache):
+    """A candidate host that cannot even import torch (here: a broken torch ahead of the real one on the
+    hosts' PYTHONPATH; the judge starts isolated and is not affected) never ran candidate code: the
+    verdict is `error: harness`, not a failure of the candidate."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "torch.py").write_text("raise ImportError('this torch is broken on purpose')\n")
+    monkeypatch.setenv("PYTHONPATH", str(broken))
+    result = check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu")
+    assert result.verdict == "error: harness" and not result.passed
+    assert [f.code for f in result.findings if f.severity == "error"] == ["host_boot_failed"], result.findings
+    assert "broken on purpose" in result.findings[-1].message

@@ -99,6 +99,10 @@ def _run_cases(runtime: ReferenceRuntime, session: CandidateSession, cases: list
                reporter) -> None:
     reporter.progress("importing the candidate", 0, len(cases))
     failure = session.start(runtime.problem.spec.timeouts.import_)
+    if failure and failure.kind == "boot":
+        result.findings.append(Finding(code="host_boot_failed", message=failure.message))
+        result.verdict = "error: harness"
+        return
     if failure:
         result.findings.append(Finding(code=f"candidate_{failure.kind}", message=failure.message))
         result.verdict = f"fail: {failure.kind} on import"

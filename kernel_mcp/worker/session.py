@@ -34,7 +34,7 @@ WATCHDOG_GRACE_S = 5.0  # beyond the caller's timeout, before the watchdog kills
 
 @dataclass
 class Reply:
-    kind: str  # "output" | "exception" | "crash" | "timeout" | "forged"
+    kind: str  # "output" | "exception" | "crash" | "timeout" | "forged" | "boot" (the host, before the candidate)
     output: Any = None
     message: str = ""
     figures: dict | None = None  # timing requests: what the host measured (untrusted; see profile_run)
@@ -91,6 +91,7 @@ class CandidateSession:
 
     def __init__(self, device_kind: str, run_token: str, profiler: bool = False):
         self.device, self.run_token, self.booted, self.cache_key = device_kind, run_token, False, ""
+        self.boot_failure: Reply | None = None
         self.timeout = 0.0
         self.scratch = sandbox.new_scratch("kmcp-candidate-")
         kernel_cache.prepare(self.scratch)
@@ -134,15 +135,16 @@ class CandidateSession:
             pass
 
     def wait_booted(self) -> Reply | None:
-        if self.booted:
-            return None
+        """None once the host has booted; else why not (kept: the judge may ask at boot and again later)."""
+        if self.booted or self.boot_failure:
+            return self.boot_failure
         message = self._receive(BOOT_TIMEOUT_S)
         if isinstance(message, Reply):
-            return message
-        if message != ("booted",):
-            return self._as_error(message, "boot")
-        self.booted = True
-        return None
+            self.boot_failure = message
+        elif message != ("booted",):
+            self.boot_failure = self._as_error(message, "boot")
+        self.booted = self.boot_failure is None
+        return self.boot_failure
 
     @property
     def host_pid(self) -> int:
@@ -214,8 +216,9 @@ class CandidateSession:
     def start(self, timeout: float) -> Reply | None:
         """None once the candidate is imported; a failure Reply otherwise."""
         failure = self.wait_booted()
-        if failure:
-            return failure
+        if failure:  # before any candidate code ran: the harness's failure, not the candidate's
+            return Reply("boot", message=f"the candidate host failed while booting ({failure.kind}): "
+                                         f"{failure.message}")
         message = self._receive(timeout)
         if isinstance(message, Reply):
             return message
