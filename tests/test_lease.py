@@ -131,6 +131,8 @@ def test_memory_need_comes_from_measured_peaks(cache):
     assert default == int(lease.DEFAULT_NEED * FAKE_GPU.total_memory_bytes)
     lease.record_peak(FAKE_GPU, "problem", 2 * GIB)
     assert lease.memory_need(FAKE_GPU, "problem") == int(2 * GIB * lease.NEED_MARGIN)
+    lease.record_peak(FAKE_GPU, "problem", GIB)  # a lower reading (another run freed memory) does not shrink it
+    assert lease.memory_need(FAKE_GPU, "problem") == int(2 * GIB * lease.NEED_MARGIN)
     assert lease.memory_need(Device(kind="cpu"), "problem") == 0
 
 

@@ -88,8 +88,9 @@ def plant():
     (tmp / "PLANTED").write_text("planted")
     (Path(os.environ["TRITON_CACHE_DIR"]) / "PLANTED_ENTRY").mkdir(parents=True, exist_ok=True)
     (Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "PLANTED_EXT").mkdir(parents=True, exist_ok=True)
-    for target in [cache / "judge-triton" / "PLANTED_ENTRY", cache / "kernels" / "PLANTED_KEY" / "triton" / "x",
-                   *(p / "PLANTED" for p in (cache / "scratch").iterdir() if str(p) != os.environ["HOME"])]:
+    for target in [cache / "judges" / "PLANTED_ENTRY", cache / "kernels" / "PLANTED_KEY" / "triton" / "x",
+                   *(p / "PLANTED" for p in (cache / "scratch").iterdir() if str(p) != os.environ["HOME"]),
+                   *(p / "PLANTED" for p in (cache / "judges").iterdir())]:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text("planted")
@@ -133,7 +134,7 @@ def custom_kernel(data):
 def test_a_candidate_cannot_plant_anything_for_the_next_candidate_or_the_judge(warm_runner, tmp_path,
                                                                                private_cache, device):
     """A candidate that patches torch, leaves a thread, writes into its home, its temporary folder, its
-    kernel build caches, the judge's Triton cache, other candidates' cache entries and scratch folders
+    kernel build caches, the judges' build caches, other candidates' cache entries and scratch folders
     (the warm host waiting for the next candidate's among them): the next candidate, served by the same
     warm runner, sees none of it, and the reference is untouched (the honest detector's output matches)."""
     planter, detector = tmp_path / "planter.py", tmp_path / "detector.py"
@@ -147,12 +148,23 @@ def test_a_candidate_cannot_plant_anything_for_the_next_candidate_or_the_judge(w
     assert "DETECTOR FOUND []" in after.log_tail
     namespaced = not any(f.code == "no_pid_namespace" for f in planted.findings)
     if namespaced:  # kernel_mcp's cache is read-only to candidates, apart from their own scratch
+        assert not any(f.code == "cache_writable" for f in planted.findings), planted.findings
         assert "PLANT WROTE" not in planted.log_tail, planted.log_tail
         assert "PLANT REFUSED" in planted.log_tail
-        assert not (private_cache / "judge-triton" / "PLANTED_ENTRY").exists()
+        assert not (private_cache / "judges" / "PLANTED_ENTRY").exists()
 
 
-def test_a_hanging_compile_step_ends_at_the_tasks_timeout(tmp_path, private_cache):
+HANGS = {
+    "sleeps": "import time, triton, os\nos.close(1)\ntime.sleep(3600)\n",
+    # half a reply frame on the step's own socket (its fd is argv[1]), then silence: a blocking read of
+    # the rest would hold the guard (and on a GPU the lease) forever
+    "half_a_reply": "import os, sys, time, triton\nos.write(int(sys.argv[1]), b'\\x00\\x00\\x10\\x00{\"ok\"')\n"
+                    "time.sleep(3600)\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(HANGS))
+def test_a_hanging_compile_step_ends_at_the_tasks_timeout(tmp_path, private_cache, how):
     from kernel_mcp.tools.compile import compile as compile_candidate
     problem = tmp_path / "vector_add"
     import shutil
@@ -160,7 +172,7 @@ def test_a_hanging_compile_step_ends_at_the_tasks_timeout(tmp_path, private_cach
     task = problem / "task.yml"
     task.write_text(task.read_text().rstrip("\n") + "\n  timeouts: {import: 3, call: 3, total: 60}\n")
     hang = problem / "hang.py"
-    hang.write_text("import time, triton\nimport os\nos.close(1)\ntime.sleep(3600)\n")
+    hang.write_text(HANGS[how])
     result = compile_candidate(hang, problem=problem)
     assert not result.ok
     assert [f.code for f in result.findings if f.severity == "error"] == ["timeout"], result.findings

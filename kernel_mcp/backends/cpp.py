@@ -4,6 +4,7 @@ compiler's report and the assembly."""
 from __future__ import annotations
 
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,7 +22,7 @@ ASSUMED_BLOCK = 256  # CUDA C++ kernels get their block size at launch; occupanc
 def builds(path: Path, prob: Problem, targets: list[Target], scratch: Path, asm: bool,
            result: CompileResult, step: Step) -> list[KernelBuild]:
     values = step(CaptureRequest(candidate=str(path), problem_dirs=[str(prob.folder), str(prob.folder.parent)]))
-    units = [u for u in values or [] if isinstance(u, dict)]
+    units = [u for u in (_plain_unit(v, path, result) for v in values or []) if u is not None]
     if values is not None and not units:  # the step ran, and saw no source
         result.findings.append(Finding(code="no_kernel", message="the candidate passes no CUDA source to "
                                        "torch.utils.cpp_extension.load_inline or load when imported"))
@@ -34,6 +35,29 @@ def builds(path: Path, prob: Problem, targets: list[Target], scratch: Path, asm:
     if gfx and units:
         found += _amd_builds(units, gfx, path, candidate_text, scratch, asm, result)
     return found
+
+
+SOURCE_KEYS = ("cuda_sources", "cpp_sources", "extra_cuda_cflags", "files")
+
+
+def _plain_unit(unit, candidate: Path, result: CompileResult) -> dict | None:
+    """A captured unit as trusted code may use it (the capture ran candidate code): a name safe in a file
+    name, lists of strings, and source files inside the candidate's folder only (a path elsewhere would have
+    trusted code read any file into a compiler's error messages)."""
+    if not isinstance(unit, dict):
+        return None
+    plain = {"name": re.sub(r"[^A-Za-z0-9_]", "_", str(unit.get("name", "ext")))[:64] or "ext",
+             "kind": "inline" if unit.get("kind") == "inline" else "files"}
+    for key in SOURCE_KEYS:
+        value = unit.get(key, [])
+        plain[key] = [str(v) for v in value] if isinstance(value, list) else []
+    folder = candidate.resolve().parent
+    inside = [f for f in plain["files"] if Path(f).resolve().is_relative_to(folder)]
+    if len(inside) < len(plain["files"]):
+        result.findings.append(Finding(code="source_outside", severity="warning", message=(
+            f"{plain['name']}: sources outside the candidate's folder {folder} are not compiled")))
+    plain["files"] = inside
+    return plain
 
 
 def _nvidia_builds(units: list[dict], nv: list[str], path: Path, candidate_text: str, scratch: Path, asm: bool,

@@ -23,7 +23,7 @@ import shutil
 from pathlib import Path
 
 from kernel_mcp.backends.cuda import INLINE_PREFIX, include_flags
-from kernel_mcp.worker.toolchain import run_tool
+from kernel_mcp.worker.toolchain import run_tool, tool_env
 
 HIPCC_TIMEOUT_S = 900
 VERSION_TIMEOUT_S = 60
@@ -70,8 +70,9 @@ def hipcc() -> str | None:
 
 
 def environment() -> dict[str, str]:
-    """hipcc picks the NVIDIA platform when nvcc is on the PATH unless told otherwise."""
-    return {**os.environ, "HIP_PLATFORM": "amd"}
+    """hipcc picks the NVIDIA platform when nvcc is on the PATH unless told otherwise (the rest: the
+    allowlisted environment every toolchain binary gets)."""
+    return tool_env(HIP_PLATFORM="amd")
 
 
 @functools.cache

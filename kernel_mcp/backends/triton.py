@@ -32,7 +32,17 @@ def build(path: Path, prob: Problem, launches: list[dict], targets: list[Target]
     out_dir = scratch / "out"
     entries = step(BuildRequest(candidate=str(path), problem_dirs=[str(prob.folder), str(prob.folder.parent)],
                                 launches=launches, targets=[t.name for t in targets], out_dir=str(out_dir))) or []
-    return [describe(entry, asm, out_dir) for entry in entries if isinstance(entry, dict)]
+    return [_described(entry, asm, out_dir) for entry in entries if isinstance(entry, dict)]
+
+
+def _described(entry: dict, asm: bool, out_dir: Path) -> KernelBuild:
+    """describe(), for an entry written by a process that ran candidate code: a malformed one is a failed
+    build saying so, never an exception in trusted code."""
+    try:
+        return describe(entry, asm, out_dir)
+    except Exception as exc:  # noqa: BLE001  (any malformed field: a bad target name, a missing key...)
+        return KernelBuild(kernel=str(entry.get("kernel", ""))[:200], target=str(entry.get("target", ""))[:20],
+                           ok=False, error=f"malformed build entry from the build step: {type(exc).__name__}")
 
 
 def describe(entry: dict, asm: bool, out_dir: Path) -> KernelBuild:

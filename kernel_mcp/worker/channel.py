@@ -68,7 +68,9 @@ def serve_inherited(serve: Callable[[Connection], None]) -> None:
 def read_tail(path: Path, limit: int) -> str:
     """The last ``limit`` bytes of a process's log, as text ("" when it is gone)."""
     try:
-        return path.read_bytes()[-limit:].decode(errors="replace")
+        with open(path, "rb") as log:
+            log.seek(max(0, log.seek(0, 2) - limit))  # the tail only: a log may be gigabytes
+            return log.read(limit).decode(errors="replace")
     except OSError:
         return ""
 

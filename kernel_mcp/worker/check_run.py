@@ -125,6 +125,10 @@ def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: 
         result.findings.append(Finding(code="shared_segment", severity="warning", message=(
             "inputs are shared from the judge's general GPU memory pool (this torch has no "
             "torch.cuda.MemPool, or KERNEL_MCP_SHARE_POOL=0): IPC segments may also hold expected outputs")))
+    if session.isolated and not session.cache_read_only:
+        result.findings.append(Finding(code="cache_writable", severity="warning", message=(
+            "the candidate's mount namespace could not make kernel_mcp's cache read-only: the candidate could "
+            "write kernel builds, compile results and lease files there")))
     if not session.isolated:
         result.findings.append(Finding(code="no_pid_namespace", severity="info", message=(
             "the candidate could not get its own PID namespace (needs root or user namespaces); its "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from kernel_mcp.worker import channel, sandbox
+from kernel_mcp.worker import channel, proctree, sandbox
 from kernel_mcp.worker.protocol import Final, JudgeBoot, JudgeMessage, JudgeRequest, Progress, ProgressFn, Ready
 
 
@@ -36,11 +36,9 @@ def judge_sys_path() -> list[str]:
 
 def judge_env() -> dict[str, str]:
     # the judge needs no secrets either, and passes none on; it writes no .pyc (the guard treats new ones
-    # as planted); its own Triton cache sits in kernel_mcp's cache, which candidates see read-only
+    # as planted); its build caches are private temporary folders it makes itself (judge.private_caches)
     from kernel_mcp.cache import CACHE_VAR, cache_root
-    from kernel_mcp.worker.kernel_cache import judge_triton_dir
-    return sandbox.harness_env(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", TRITON_CACHE_DIR=str(judge_triton_dir()),
-                               **{CACHE_VAR: str(cache_root())})
+    return sandbox.harness_env(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **{CACHE_VAR: str(cache_root())})
 
 
 class JudgeProcess:
@@ -79,7 +77,7 @@ class JudgeProcess:
         """The judge's Ready (cached); what it reported while booting (a wait for the device) goes to
         ``on_progress``."""
         if self.ready is None:
-            message = self._next(time.monotonic() + timeout, on_progress)
+            message = self._next(time.monotonic() + timeout, on_progress, extend_s=timeout)
             if not isinstance(message, Ready):
                 raise JudgeFailure(f"the judge sent {type(message).__name__} before it was ready")
             self.ready = message
@@ -92,6 +90,7 @@ class JudgeProcess:
 
     def send_line(self, line: str) -> None:
         """The request line, as it travels (tests send malformed ones this way); nothing more is sent."""
+        self.started = time.monotonic()  # a warm judge may have booted long ago: its time starts now
         self._write(line)
         self.proc.stdin.close()
 
@@ -102,8 +101,10 @@ class JudgeProcess:
             if isinstance(message, Final):
                 return message
 
-    def _next(self, deadline: float, on_progress: ProgressFn | None) -> Ready | Final:
-        """The next ready or result message; progress messages on the way go to ``on_progress``."""
+    def _next(self, deadline: float, on_progress: ProgressFn | None, extend_s: float = 0.0) -> Ready | Final:
+        """The next ready or result message; progress messages on the way go to ``on_progress``, and each
+        moves the deadline to at least ``extend_s`` from now (a booting judge that says it waits for the
+        device's lease is waiting in line, not stuck)."""
         with selectors.DefaultSelector() as sel:
             sel.register(self.read_fd, selectors.EVENT_READ)
             while True:
@@ -113,11 +114,13 @@ class JudgeProcess:
                     if isinstance(message, Progress):
                         if on_progress:
                             on_progress(message.message, message.done, message.total)
+                        deadline = max(deadline, time.monotonic() + extend_s)
                         continue
                     return message
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise JudgeFailure(f"the judge gave no result within {self._waited():g} s")
+                    raise JudgeFailure(f"the judge gave no {'result' if self.ready else 'sign of being ready'} "
+                                       f"within {self._waited():g} s")
                 if not sel.select(timeout=min(1.0, left)):
                     continue
                 chunk = os.read(self.read_fd, 1 << 16)
@@ -136,6 +139,7 @@ class JudgeProcess:
             raise JudgeFailure(f"the judge sent a malformed message: {exc}") from None
 
     def _waited(self) -> float:
+        """Seconds since the judge was asked for what it failed to give (its boot, or the result)."""
         return round(time.monotonic() - self.started, 1)
 
     def _exited(self) -> str:
@@ -156,7 +160,7 @@ class JudgeProcess:
         if self.read_fd >= 0:
             os.close(self.read_fd)
             self.read_fd = -1
-        sandbox.kill_tree(self.proc.pid)
-        sandbox.kill_by_token(self.token)  # candidate processes that escaped the tree (killed the judge...)
+        proctree.kill_tree(self.proc.pid)
+        proctree.kill_by_token(self.token)  # candidate processes that escaped the tree (killed the judge...)
         self.proc.wait()
         self.log.close()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from kernel_mcp.results import CheckResult, Finding, ProfileResult
-from kernel_mcp.worker import channel, sandbox
+from kernel_mcp.worker import channel, proctree, sandbox
 from kernel_mcp.worker.protocol import Device, Final, JudgeBoot, JudgeRequest, Progress, Ready, describe_error
 from kernel_mcp.worker.hosts import Hosts
 
@@ -114,8 +116,7 @@ def boot(boot: JudgeBoot, reporter: Reporter) -> tuple[Device | None, Hosts]:
         warm.judge(device.torch, boot.warm_profiler)
         hosts.wait_booted()
     reporter.device = device
-    reporter.free_at_start = _free_memory(device)
-    reporter.send(Ready(device=device, loaded=loaded_digests(), free_memory_bytes=reporter.free_at_start))
+    reporter.send(Ready(device=device, loaded=loaded_digests(), free_memory_bytes=_free_memory(device)))
     return device, hosts
 
 
@@ -140,6 +141,7 @@ def serve(reporter: Reporter, device: Device, hosts: Hosts) -> None:
     if not line:
         return  # a warm judge nobody needed
     started = time.monotonic()
+    reporter.free_at_start = _free_memory(device)  # now, not at boot: a warm judge may have waited for hours
     try:
         request = JudgeRequest.model_validate_json(line)
     except ValidationError as exc:
@@ -155,8 +157,24 @@ def serve(reporter: Reporter, device: Device, hosts: Hosts) -> None:
     reporter.send(Final(result=result.model_dump(), peak_memory_bytes=reporter.peak_bytes()))
 
 
+def private_caches() -> str:
+    """Build caches only this judge writes or reads (a Triton reference's kernels, torch.compile, torch
+    extensions) in a new folder inside kernel_mcp's cache, which candidate processes see read-only (a file
+    a process has loaded, rewritten in place, changes the code it runs), and no torch device plugins loaded
+    from entry points. Returns the folder (removed when the judge ends)."""
+    from kernel_mcp.cache import cache_root
+    parent = cache_root() / "judges"
+    parent.mkdir(parents=True, exist_ok=True)
+    folder = tempfile.mkdtemp(prefix="kmcp-judge-", dir=parent)
+    os.environ.update(TRITON_CACHE_DIR=os.path.join(folder, "triton"),
+                      TORCH_EXTENSIONS_DIR=os.path.join(folder, "torch_extensions"),
+                      TORCHINDUCTOR_CACHE_DIR=os.path.join(folder, "inductor"), TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    return folder
+
+
 def main(fd: int) -> None:
     sandbox.harden_trusted_process()
+    caches = private_caches()
     try:
         boot_message = JudgeBoot.model_validate_json(sys.stdin.readline())
     except ValidationError as exc:
@@ -168,10 +186,13 @@ def main(fd: int) -> None:
         device, hosts = boot(boot_message, reporter)
         if device is not None:
             serve(reporter, device, hosts)
+    except BaseException:  # noqa: BLE001  (the caller sees no result and says so; the log says why)
+        traceback.print_exc()
     finally:
         if hosts is not None:
             hosts.close_waiting()
-        sandbox.kill_tree(os.getpid(), include_self=False)  # daemons the candidate left behind
+        proctree.kill_tree(os.getpid(), include_self=False)  # daemons the candidate left behind
+        shutil.rmtree(caches, ignore_errors=True)
         reporter.stream.close()
         os._exit(0)
 

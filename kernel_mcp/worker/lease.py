@@ -33,6 +33,7 @@ NEED_MARGIN = 1.25  # a measured peak is reserved with this much to spare
 MIN_NEED = 256 << 20  # bytes: what a judge and a candidate host allocate beside their contexts, at least
 POLL_S = 0.2
 MOMENT_S = 0.25  # a shorter wait is another request passing the turnstile, not worth saying
+REPEAT_S = 30.0  # a long wait is said again this often
 
 OnWait = Callable[[str], None]
 
@@ -68,17 +69,20 @@ def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait |
 
 
 def _lock(handle, mode: int, on_wait: OnWait | None, message: str) -> None:
-    """Take the lock; a wait longer than a moment (another request passing the turnstile) is reported."""
-    give_up = time.monotonic() + MOMENT_S
-    while time.monotonic() < give_up:
+    """Take the lock. A wait longer than a moment (another request passing the turnstile) is reported,
+    and again every REPEAT_S while it lasts: whoever waits on us knows we are waiting, not stuck."""
+    started = time.monotonic()
+    said = None
+    while True:
         try:
             fcntl.flock(handle, mode | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            time.sleep(0.01)
-    if on_wait:
-        on_wait(message)
-    fcntl.flock(handle, mode)
+            waited = time.monotonic() - started
+            if on_wait and waited >= MOMENT_S and (said is None or waited - said >= REPEAT_S):
+                on_wait(message if said is None else f"{message}: {waited:.0f} s so far")
+                said = waited
+            time.sleep(0.01 if waited < MOMENT_S else POLL_S)
 
 
 @contextmanager
@@ -169,7 +173,11 @@ def record_peak(device: Device, problem_key: str, peak_bytes: int | None) -> Non
             table = table if isinstance(table, dict) else {}
         except (OSError, ValueError):
             table = {}
-        table[f"{device.lease_key}:{problem_key}"] = int(peak_bytes)
+        key = f"{device.lease_key}:{problem_key}"
+        earlier = table.get(key)
+        # the largest seen: a device-wide reading falls when another run frees memory meanwhile, and a
+        # reservation too small runs checks out of memory; one too large only makes them queue
+        table[key] = max(int(peak_bytes), earlier if isinstance(earlier, int) else 0)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(table, indent=1))
         tmp.replace(path)

@@ -3,7 +3,8 @@
 Who measures what, and why it can be believed:
 * The reference is timed *here*, in the trusted judge, while every candidate process is stopped
   (SIGSTOP): a candidate cannot slow the reference down to fake a speedup. Its time is also measured
-  before any candidate process exists; a later median far above that one means it was disturbed.
+  before any candidate is loaded (hosts started ahead of need run harness code only, and are stopped
+  too); a later median far above that one means it was disturbed.
 * The candidate is timed inside its own process by worker/timing.py, whose clocks were bound before the
   candidate was imported. Every timed call gets inputs made from a fresh secret seed, and every output
   is validated here against the float64 reference: a cache keyed on anything cannot serve it.
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel_mcp import stats, tensors
 from kernel_mcp.results import Finding, ProfileResult, ProfileSettings
-from kernel_mcp.worker import sandbox, timing
+from kernel_mcp.worker import proctree, timing
 from kernel_mcp.worker.check_run import check_on, open_session, prepare
 from kernel_mcp.worker.outputs import compare_output, extra_checks, output_integrity
 from kernel_mcp.worker.profile_verdict import decide, time_all_shapes
@@ -114,11 +115,11 @@ class Profiler:
         """SIGSTOP every process below the judge except the one being timed. Below the *judge*, not below
         each candidate host: a daemon that double-forked re-parents to the judge (a subreaper) and would
         escape a per-host stop, free to load the machine while the reference is timed."""
-        keep = set() if active is None else {active.proc.pid, *sandbox.descendants(active.proc.pid)}
-        self.stopped = sandbox.stop_descendants(os.getpid(), keep)
+        keep = set() if active is None else {active.proc.pid, *proctree.descendants(active.proc.pid)}
+        self.stopped = proctree.stop_descendants(os.getpid(), keep)
 
     def resume_all(self) -> None:
-        sandbox.signal_tree(os.getpid(), signal.SIGCONT, include_self=False)
+        proctree.signal_tree(os.getpid(), signal.SIGCONT, include_self=False)
 
     def _sample_reference(self, who: Contestant, data: Any) -> float:
         self.pause_all_but(None)
@@ -159,7 +160,7 @@ class Profiler:
 
     # --- one shape ---------------------------------------------------------------------------------
     def measure_solo_reference(self, shapes: list[dict]) -> None:
-        """The reference's time on each shape before any candidate process exists."""
+        """The reference's time on each shape before any candidate is loaded."""
         ref = Contestant("reference")
         for i, params in enumerate(shapes):
             for _ in range(self.settings.warmup):
@@ -248,7 +249,7 @@ def _cache_bytes(device: str, found: Any) -> int:
 def run_profile(judging: Judging) -> ProfileResult:
     request = judging.request
     if request.baseline:
-        judging.hosts.prestart()  # boots while the reference is timed alone and the candidate is checked
+        judging.hosts.prestart()  # boots between the reference's samples and while the candidate is checked
     check, runtime = prepare(judging)
     result = ProfileResult(passed=False, trusted=False, verdict="", problem=check.problem,
                            candidate=request.candidate, baseline=request.baseline or "",

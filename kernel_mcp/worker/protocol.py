@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from kernel_mcp.results import ProfileSettings, UsageError
 
@@ -73,9 +73,17 @@ class JudgeBoot(_Message):
 
     key: str = Field(pattern=r"^[0-9a-f]{64}$")  # HMAC-SHA256 key for the result channel, hex
     run_token: str = Field(pattern=r"^[0-9a-f]{32}$")  # in every candidate process's environment
-    device: str = "auto"
+    device: str = "auto"  # as the user asked for it, normalised by parse_device
     hosts: int = Field(1, ge=0, le=2)  # candidate hosts started at boot, before any candidate is known
     warm_profiler: bool = False  # start CUPTI at boot (several seconds on a first use) for timing runs
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, value: str) -> str:
+        try:
+            return parse_device(value)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class JudgeRequest(_Message):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import sys
 import threading
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from typing import Protocol
 
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
-from kernel_mcp.worker import lease, sandbox
+from kernel_mcp.worker import lease, proctree, sandbox
 from kernel_mcp.worker.client import JudgeFailure, JudgeProcess
 from kernel_mcp.worker.guard import guard_for, tampering_finding
 from kernel_mcp.worker.protocol import Device, JudgeRequest, ProgressFn, StepReply
@@ -40,6 +41,7 @@ class LocalRunner:
         self._judges: dict[str, JudgeProcess] = {}  # device asked for -> a booted judge waiting
         self._steps: dict[bool, StepProcess] = {}  # interpret? -> a booted step host waiting
         self._in_flight = 0
+        self._closed = False
         self._devices: dict[str, Device] = {}  # device asked for -> what it resolved to
 
     # --- judges: check and profile ------------------------------------------------------------------
@@ -133,11 +135,13 @@ class LocalRunner:
         params = problem.benchmarks[shape] if result.settings.get("shapes") != "tests" else problem.tests[shape]
         spec = json.dumps({"problem": str(problem.path), "candidate": str(candidate), "params": params,
                            "device": device.torch})
+        token = secrets.token_hex(16)  # what the profiled candidate leaves behind is found by it, and killed
         with self._guarded(problem) as tampered:
             with lease.hold(device, exclusive=True):
                 result.counters = run_counters([sys.executable, "-B", "-m", "kernel_mcp.worker.counter_target",
-                                                spec], sandbox.harness_env(), problem.spec.timeouts.total,
-                                               device.vendor)
+                                                spec], sandbox.harness_env(**{sandbox.RUN_TOKEN_VAR: token}),
+                                               problem.spec.timeouts.total, device.vendor)
+            proctree.kill_by_token(token)
         if tampered:
             result.passed = result.trusted = False
             result.verdict = "fail: tampering"
@@ -181,6 +185,8 @@ class LocalRunner:
     def _refill(self) -> None:
         from kernel_mcp.worker.resolve import guess_kind
         with self._lock:
+            if self._closed or self._in_flight:  # a run began meanwhile: refill when it ends
+                return
             for device in list(self._devices) or ["auto"]:
                 if device not in self._judges:
                     self._judges[device] = JudgeProcess(device, warm_profiler=True)
@@ -193,11 +199,6 @@ class LocalRunner:
         """What a device asked for resolved to in an earlier judge (None before any)."""
         return self._devices.get(device)
 
-    def start(self) -> None:
-        """Boot the warm processes now (a server calls this once at start-up)."""
-        if self.warm:
-            self._refill()
-
     def warm_processes(self) -> dict[str, int]:
         """The pid of each process kept warm, by what it serves ("judge auto", "step record-interpreted")."""
         with self._lock:
@@ -207,6 +208,7 @@ class LocalRunner:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             spares = list(self._judges.values()) + list(self._steps.values())
             self._judges, self._steps = {}, {}
         for process in spares:

@@ -13,8 +13,9 @@ import resource
 import signal
 import subprocess
 import tempfile
-import time
 from pathlib import Path
+
+from kernel_mcp.worker.proctree import RUN_TOKEN_VAR
 
 # Exact names and prefixes a kernel build or run may need. Everything else (API keys, cloud credentials,
 # tokens) stays with the caller.
@@ -56,8 +57,16 @@ def untrusted_env(scratch: Path, run_token: str) -> dict[str, str]:
     env = harness_env(HOME=str(scratch), TMPDIR=str(scratch), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
                       **{RUN_TOKEN_VAR: run_token, CACHE_VAR: str(cache_root())}, **scratch_env(scratch))
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton's current default, stated to silence its warning
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "torchinductor")  # never another process's (the judge's)
+    env.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)  # the judge's own setting (judge.private_caches)
     env.pop("TRITON_INTERPRET", None)  # set by the caller where wanted, never inherited
     return env
+
+
+def namespaces_wanted() -> bool:
+    """Processes that run candidate code get their own PID and mount namespace where the OS allows it;
+    KERNEL_MCP_PID_NAMESPACE=0 turns that off (to test the fallback, or where namespaces break a driver)."""
+    return os.environ.get("KERNEL_MCP_PID_NAMESPACE", "1") != "0"
 
 
 def spawn_untrusted(argv: list[str], env: dict[str, str], cwd: Path, log, pass_fd: int,
@@ -88,7 +97,6 @@ CAP_SYS_PTRACE = 19
 CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x10000000, 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE = 16384, 1 << 18
-RUN_TOKEN_VAR = "KERNEL_MCP_RUN"  # every candidate process inherits it; leftovers are found by it
 
 
 def harden_trusted_process(reaper: bool = True) -> None:
@@ -177,6 +185,18 @@ def _bind(folder: bytes, read_only: bool) -> None:
         _libc.mount(None, folder, None, MS_BIND | MS_REMOUNT | (MS_RDONLY if read_only else 0) | kept, None)
 
 
+def mounted_read_only(pid: int, folder: Path) -> bool:
+    """True if, in the mount namespace of ``pid``, ``folder`` is a mount point mounted read-only (read from
+    /proc by the trusted side: the bind in _enter_namespaces may have failed silently)."""
+    target = str(folder.resolve()).replace(" ", "\\040")
+    try:
+        lines = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+    except OSError:
+        return False
+    options = [line.split()[5].split(",") for line in lines if len(line.split()) > 5 and line.split()[4] == target]
+    return bool(options) and "ro" in options[-1]  # the last mount at a point is the one in effect
+
+
 def in_own_pid_namespace(pid: int) -> bool:
     """True if ``pid`` is PID 1 of a namespace nested in ours (read from /proc: trusted)."""
     try:
@@ -187,21 +207,6 @@ def in_own_pid_namespace(pid: int) -> bool:
     except OSError:
         pass
     return False
-
-
-def kill_by_token(token: str) -> int:
-    """SIGKILL every process whose environment carries ``RUN_TOKEN_VAR=token``; return how many."""
-    needle, killed = f"{RUN_TOKEN_VAR}={token}".encode(), 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed += 1
-        except (OSError, ProcessLookupError):
-            continue
-    return killed
 
 
 def has_capability(pid: int, cap: int) -> bool:
@@ -219,75 +224,3 @@ def default_address_space_limit() -> int:
     """3/4 of physical memory: a runaway CPU candidate gets MemoryError instead of the OOM killer."""
     pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
     return int(pages * page_size * 3 // 4)
-
-
-def _children_of() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rfind(")") + 2:].split()[1])
-        tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
-
-
-def descendants(pid: int) -> list[int]:
-    tree, found, stack = _children_of(), [], [pid]
-    while stack:
-        for child in tree.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
-def kill_tree(pid: int, include_self: bool = True) -> None:
-    """SIGKILL ``pid`` and every descendant (including daemons that re-parented to a subreaper here)."""
-    for _ in range(3):  # a fork racing with the scan is caught on the next pass
-        victims = descendants(pid) + ([pid] if include_self else [])
-        if not victims:
-            return
-        for victim in victims:
-            try:
-                os.kill(victim, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.05)
-
-
-def signal_tree(pid: int, sig: int, include_self: bool = True) -> None:
-    """Send ``sig`` to ``pid`` and its descendants (SIGSTOP/SIGCONT to pause a candidate's processes)."""
-    for victim in ([pid] if include_self else []) + descendants(pid):
-        try:
-            os.kill(victim, sig)
-        except ProcessLookupError:
-            pass
-
-
-def _state(pid: int) -> str:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "gone"
-    return stat[stat.rfind(")") + 2]
-
-
-def stop_descendants(root: int, keep: set[int], rounds: int = 20) -> list[int]:
-    """SIGSTOP every descendant of ``root`` not in ``keep`` until all of them show as stopped: a process
-    that forks between the scan and the signal is caught by the next round."""
-    stopped: list[int] = []
-    for _ in range(rounds):
-        running = [p for p in descendants(root) if p not in keep and _state(p) not in ("T", "t", "gone", "Z")]
-        if not running:
-            break
-        for pid in running:
-            try:
-                os.kill(pid, signal.SIGSTOP)
-                stopped.append(pid)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.0005)
-    return stopped

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import multiprocessing
-import os
 import secrets
 import shutil
 import signal
@@ -23,11 +22,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from kernel_mcp.worker import channel, kernel_cache, sandbox
+from kernel_mcp.worker import channel, kernel_cache, proctree, sandbox
 
-# Candidates run as PID 1 of their own PID (and mount) namespace where the OS allows it; setting
-# KERNEL_MCP_PID_NAMESPACE=0 turns that off (to test the fallback, or where namespaces break a driver).
-PID_NAMESPACE = os.environ.get("KERNEL_MCP_PID_NAMESPACE", "1") != "0"
 LOG_TAIL = 3000
 WATCHDOG_GRACE_S = 5.0  # beyond the caller's timeout, before the watchdog kills a stuck candidate
 
@@ -104,8 +100,8 @@ class CandidateSession:
         limit = sandbox.default_address_space_limit() if device_kind == "cpu" else None
         with open(self.log_path, "wb") as log:
             self.proc = sandbox.spawn_untrusted(
-                [sys.executable, "-B", "-m", "kernel_mcp.worker.candidate_host", str(host_end.fileno())],
-                self._environment(device_kind), self.scratch, log, host_end.fileno(), limit, PID_NAMESPACE)
+                [sys.executable, "-B", "-P", "-m", "kernel_mcp.worker.candidate_host", str(host_end.fileno())],
+                self._environment(device_kind), self.scratch, log, host_end.fileno(), limit, sandbox.namespaces_wanted())
         host_end.close()
         self.conn.send({"authkey": _shared_authkey(), "profiler": profiler})
 
@@ -149,12 +145,18 @@ class CandidateSession:
     @property
     def host_pid(self) -> int:
         """The candidate host's pid (Popen's pid is the namespace trampoline when there is one)."""
-        children = sandbox.descendants(self.proc.pid)
+        children = proctree.descendants(self.proc.pid)
         return children[0] if children and sandbox.in_own_pid_namespace(children[0]) else self.proc.pid
 
     @property
     def isolated(self) -> bool:
         return sandbox.in_own_pid_namespace(self.host_pid)
+
+    @property
+    def cache_read_only(self) -> bool:
+        """kernel_mcp's cache is read-only to the host, as spawn_untrusted meant it to be."""
+        from kernel_mcp.cache import cache_root
+        return sandbox.mounted_read_only(self.host_pid, cache_root())
 
     @property
     def keeps_ptrace(self) -> bool:
@@ -168,7 +170,7 @@ class CandidateSession:
 
         def fire() -> None:
             self.watchdog_fired = True
-            sandbox.kill_tree(self.proc.pid)
+            proctree.kill_tree(self.proc.pid)
 
         timer = threading.Timer(seconds + WATCHDOG_GRACE_S, fire)
         timer.daemon = True
@@ -274,8 +276,8 @@ class CandidateSession:
             self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             pass
-        sandbox.kill_tree(self.proc.pid)
-        sandbox.kill_by_token(self.run_token)
+        proctree.kill_tree(self.proc.pid)
+        proctree.kill_by_token(self.run_token)
         self.proc.wait()
         self.conn.close()
         if self.cache_key:

@@ -8,13 +8,14 @@ import secrets
 import shutil
 import socket
 import sys
+import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from kernel_mcp.worker import channel, kernel_cache, sandbox
+from kernel_mcp.worker import channel, kernel_cache, proctree, sandbox
 from kernel_mcp.worker.protocol import StepReply
 
 MAX_REPLY_BYTES = 64 << 20
@@ -24,7 +25,7 @@ LOG_TAIL = 3000
 class StepProcess:
     """One step host. ``interpret``: Triton runs under its interpreter (recording on a machine without a GPU)."""
 
-    def __init__(self, interpret: bool, isolate: bool = True):
+    def __init__(self, interpret: bool):
         self.interpret, self.token = interpret, secrets.token_hex(16)
         self.scratch = sandbox.new_scratch("kmcp-step-")
         kernel_cache.prepare(self.scratch)
@@ -36,9 +37,9 @@ class StepProcess:
             env["TRITON_INTERPRET"] = "1"
         limit = sandbox.default_address_space_limit() if interpret else None
         with open(self.log_path, "wb") as log:
-            self.proc = sandbox.spawn_untrusted([sys.executable, "-B", "-m", "kernel_mcp.worker.step_host",
+            self.proc = sandbox.spawn_untrusted([sys.executable, "-B", "-P", "-m", "kernel_mcp.worker.step_host",
                                                  str(theirs.fileno())], env, self.scratch, log, theirs.fileno(),
-                                                limit, isolate)
+                                                limit, sandbox.namespaces_wanted())
         theirs.close()
         self.cache_key = ""
 
@@ -55,13 +56,27 @@ class StepProcess:
         except OSError:
             return self._failed(f"the step process ended before its request (exit {self.proc.poll()})")
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.conn.poll(0.05):
-                return self._receive()
-            if self.proc.poll() is not None and not self.conn.poll(0.05):
-                return self._failed(f"the step process exited (code {self.proc.returncode}) without a reply")
-        sandbox.kill_tree(self.proc.pid)
-        return self._failed(f"{request.kind} took longer than {timeout_s:g} s", timed_out=True)
+        # the whole reply must arrive by the deadline: a process that sends half a frame and stalls is killed
+        # by this timer, which ends the read with EOF (a blocking read would hold the guard and the lease)
+        fired = threading.Event()
+        watchdog = threading.Timer(timeout_s, lambda: (fired.set(), proctree.kill_tree(self.proc.pid)))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            while time.monotonic() < deadline and not fired.is_set():
+                if self.conn.poll(0.05):
+                    reply = self._receive()
+                    break
+                if self.proc.poll() is not None and not self.conn.poll(0.05):
+                    return self._failed(f"the step process exited (code {self.proc.returncode}) without a reply")
+            else:
+                reply = None
+        finally:
+            watchdog.cancel()
+        if reply is None or (fired.is_set() and not reply.ok):  # a half-sent reply, ended by the watchdog
+            proctree.kill_tree(self.proc.pid)
+            return self._failed(f"{request.kind} took longer than {timeout_s:g} s", timed_out=True)
+        return reply
 
     def _receive(self) -> StepReply:
         try:
@@ -80,8 +95,8 @@ class StepProcess:
         return channel.read_tail(self.log_path, LOG_TAIL)
 
     def close(self) -> None:
-        sandbox.kill_tree(self.proc.pid)
-        sandbox.kill_by_token(self.token)
+        proctree.kill_tree(self.proc.pid)
+        proctree.kill_by_token(self.token)
         self.proc.wait()
         self.conn.close()
         if self.cache_key:

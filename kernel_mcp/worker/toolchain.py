@@ -61,11 +61,19 @@ class ToolRun(BaseModel):
         return self.stdout + self.stderr + (f"\n{self.message}\n" if self.message else "")
 
 
+def tool_env(**extra: str) -> dict[str, str]:
+    """The environment of a toolchain binary: this process's, allowlisted (no API keys), plus ``extra``."""
+    from kernel_mcp.worker.sandbox import allowlisted_env
+    return {**allowlisted_env(), **extra}
+
+
 def run_tool(argv: Sequence[str | Path], *, timeout_s: float, env: dict[str, str] | None = None,
              cwd: Path | str | None = None, input: str | None = None, merge_stderr: bool = False) -> ToolRun:
     """Run ``argv`` (stdin: ``input``, else nothing) and capture its output as UTF-8 text, for at most
-    ``timeout_s`` seconds. ``env`` None inherits this process's environment."""
+    ``timeout_s`` seconds. ``env`` None: ``tool_env()``. A compiler reads the candidate's source, which
+    may include any file, ``/proc/self/environ`` too, into its error messages: it never sees a secret."""
     args = [str(a) for a in argv]
+    env = tool_env() if env is None else env
     try:
         proc = subprocess.Popen(args, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,

@@ -1,6 +1,6 @@
 """One-time costs a fresh process pays on first use, paid at boot instead, before any candidate exists.
 
-Measured on an H200 (2026-12-01, tools/gpu_first_use.py and tools/gpu_judge_trace.py): importing torch
+Measured on an H200 (2026-12-01, tools/gpu_first_use.py and a trace of the judge's steps): importing torch
 2.8-3.5 s, a CUDA context 0.3-0.5 s, the first torch.profiler (CUPTI) session 5.8 s, the first launch of
 a cached Triton kernel ~0.5 s, the judge's first comparison ~0.35 s of lazy CUDA kernel loading. A warm
 process has paid them while nobody waited. Everything here is harness code: no candidate is loaded yet.
@@ -42,20 +42,12 @@ def host(device: str, profiler: bool) -> None:
 
 
 def judge(device: str, profiler: bool) -> None:
-    """The judge: its context, CUPTI for timing runs, one comparison so the kernels tolerance.py uses are
-    loaded (torch loads CUDA kernels lazily, on first use), and Triton's driver stubs, built once into the
-    judge's own Triton cache, from where new candidate processes get a copy (worker/kernel_cache.py)."""
+    """The judge: its context, CUPTI for timing runs, and one comparison so the kernels tolerance.py uses
+    are loaded (torch loads CUDA kernels lazily, on first use)."""
     import torch
 
     from kernel_mcp.taskspec import ToleranceSpec
     from kernel_mcp.tolerance import Expected, compare
     gpu(device, profiler)
-    if device.startswith("cuda"):
-        try:
-            from triton.runtime import driver
-            driver.active.get_current_device()
-            driver.active.utils  # noqa: B018  (building the stub is the point)
-        except Exception:  # noqa: BLE001  (no Triton, or another backend: hosts build their own)
-            pass
     ref = torch.linspace(-1, 1, 64, dtype=torch.float64, device=device)
     compare((ref * 1.5).float(), Expected(ref=ref, honest=ref.float()), ToleranceSpec(), 4.0)

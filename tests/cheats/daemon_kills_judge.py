@@ -4,7 +4,7 @@ The harness finds leftover processes by walking the process tree under the judge
 under the judge's pid from the caller. A double-forked daemon is re-parented to the judge; if it then
 SIGKILLs the judge (and any judge-like ancestor), it is re-parented again, to init, outside every tree the
 harness walks, and lives on. It also zeroes its environment block, so that a sweep for processes that
-carry the run's environment variable (sandbox.kill_by_token) misses it. After the caller has restored
+carry the run's environment variable (proctree.kill_by_token) misses it. After the caller has restored
 the guarded files, it rewrites the problem's reference.py so that ref_kernel computes ``a - b``: the next
 check of a wrong candidate (tests/cheats/wrong_a_minus_b.py) would then pass. Writes its pid and a
 "tampered" marker under /tmp/kernel_mcp_cheats/. (Only processes whose command line is kernel_mcp's

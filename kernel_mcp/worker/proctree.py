@@ -1,0 +1,97 @@
+"""Finding and ending processes through /proc: a process's whole tree (daemons that re-parented to a
+subreaper included), everything that carries a run token, and stopping a tree while something is timed."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+RUN_TOKEN_VAR = "KERNEL_MCP_RUN"  # every candidate process inherits it; leftovers are found by it
+
+
+def kill_by_token(token: str) -> int:
+    """SIGKILL every process whose environment carries ``RUN_TOKEN_VAR=token``; return how many."""
+    needle, killed = f"{RUN_TOKEN_VAR}={token}".encode(), 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+        except (OSError, ProcessLookupError):
+            continue
+    return killed
+
+
+def _children_of() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(")") + 2:].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def descendants(pid: int) -> list[int]:
+    tree, found, stack = _children_of(), [], [pid]
+    while stack:
+        for child in tree.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def kill_tree(pid: int, include_self: bool = True) -> None:
+    """SIGKILL ``pid`` and every descendant (including daemons that re-parented to a subreaper here)."""
+    for _ in range(3):  # a fork racing with the scan is caught on the next pass
+        victims = descendants(pid) + ([pid] if include_self else [])
+        if not victims:
+            return
+        for victim in victims:
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+
+
+def signal_tree(pid: int, sig: int, include_self: bool = True) -> None:
+    """Send ``sig`` to ``pid`` and its descendants (SIGSTOP/SIGCONT to pause a candidate's processes)."""
+    for victim in ([pid] if include_self else []) + descendants(pid):
+        try:
+            os.kill(victim, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "gone"
+    return stat[stat.rfind(")") + 2]
+
+
+def stop_descendants(root: int, keep: set[int], rounds: int = 20) -> list[int]:
+    """SIGSTOP every descendant of ``root`` not in ``keep`` until all of them show as stopped: a process
+    that forks between the scan and the signal is caught by the next round."""
+    stopped: list[int] = []
+    for _ in range(rounds):
+        running = [p for p in descendants(root) if p not in keep and _state(p) not in ("T", "t", "gone", "Z")]
+        if not running:
+            break
+        for pid in running:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.0005)
+    return stopped
