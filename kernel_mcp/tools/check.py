@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CheckResult, UsageError
-from kernel_mcp.worker.protocol import JudgeRequest, ProgressFn, describe_error, parse_device
+from kernel_mcp.worker.protocol import JudgeRequest, ProgressFn, field_problems, parse_device
 from kernel_mcp.worker.runner import Runner, default_runner
 
 
@@ -26,7 +26,7 @@ def judge_request(**fields) -> JudgeRequest:
     try:
         return JudgeRequest(**fields)
     except ValidationError as exc:
-        raise UsageError(describe_error(exc, "request").removeprefix("malformed request: ")) from None
+        raise UsageError(field_problems(exc)) from None
 
 
 def check(problem: str | Path, candidate: str | Path, device: str = "auto", fresh_seeds: int | None = None,

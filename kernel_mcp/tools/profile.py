@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import ProfileResult, ProfileSettings, UsageError
 from kernel_mcp.tools.check import judge_request, resolve_candidate
-from kernel_mcp.worker.protocol import ProgressFn, parse_device
+from kernel_mcp.worker.protocol import ProgressFn, field_problems, parse_device
 from kernel_mcp.worker.runner import Runner, default_runner
 
 
@@ -19,8 +19,7 @@ def settings_from(**values: Any) -> ProfileSettings:
     try:
         return ProfileSettings(**values)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise UsageError(f"bad profile settings: {problems}") from None
+        raise UsageError(f"bad profile settings: {field_problems(exc)}") from None
 
 
 def profile(problem: str | Path, candidate: str | Path, baseline: str | Path | None = None,

@@ -42,11 +42,10 @@ def judge_env() -> dict[str, str]:
 
 
 class JudgeProcess:
-    """One judge: started by ``start`` (it boots in the background), used for at most one request."""
+    """One judge: started when made (it boots in the background), used for at most one request."""
 
     def __init__(self, device: str, hosts: int = 1, warm_profiler: bool = False):
         sandbox.harden_trusted_process(reaper=False)  # the key and the result pipe live in this process
-        self.device_request = device
         self.key, self.token = secrets.token_bytes(32), secrets.token_hex(16)
         self.ready: Ready | None = None
         self.started = time.monotonic()

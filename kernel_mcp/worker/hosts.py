@@ -11,15 +11,20 @@ class Hosts:
     def __init__(self, device_kind: str, run_token: str, profiler: bool, count: int):
         self.kind, self.run_token, self.profiler = device_kind, run_token, profiler
         self.device = ""  # set by warm(): hosts started later are warmed at once
-        self.waiting = [CandidateSession(device_kind, run_token, profiler) for _ in range(count)]
-        self.taken: list[CandidateSession] = []
+        self.waiting = [self._start() for _ in range(count)]
+
+    def _start(self) -> CandidateSession:
+        session = CandidateSession(self.kind, self.run_token, self.profiler)
+        if self.device:
+            session.warm(self.device)
+        return session
 
     def restart(self, device_kind: str) -> None:
         """The device turned out to be of another kind than guessed: start over with the right one."""
         count = len(self.waiting)
         self.close_waiting()
         self.kind = device_kind
-        self.waiting = [CandidateSession(device_kind, self.run_token, self.profiler) for _ in range(count)]
+        self.waiting = [self._start() for _ in range(count)]
 
     def warm(self, device: str) -> None:
         self.device = device
@@ -32,18 +37,12 @@ class Hosts:
             session.wait_booted()
 
     def take(self) -> CandidateSession:
-        session = self.waiting.pop(0) if self.waiting else None
-        if session is None:
-            session = CandidateSession(self.kind, self.run_token, self.profiler)
-            session.warm(self.device)
-        self.taken.append(session)
-        return session
+        """A host started earlier, else a new one (the caller closes it)."""
+        return self.waiting.pop(0) if self.waiting else self._start()
 
     def prestart(self) -> None:
         """Start one more host now (a baseline will need it), booting while other work goes on."""
-        session = CandidateSession(self.kind, self.run_token, self.profiler)
-        session.warm(self.device)
-        self.waiting.append(session)
+        self.waiting.append(self._start())
 
     def close_waiting(self) -> None:
         for session in self.waiting:

@@ -166,7 +166,11 @@ class StepReply(_Message):
     tampered: list[str] = Field(default_factory=list)  # set by the runner: what its guard found changed
 
 
+def field_problems(exc: ValidationError) -> str:
+    """Each problem of a validation as 'field: what is wrong', joined: 'mode: Input should be ...; ...'."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
+
+
 def describe_error(exc: ValidationError, what: str) -> str:
-    """One readable line per problem in a request: 'mode: Input should be 'check' or 'profile''."""
-    problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
-    return f"malformed {what}: {problems}"
+    """One readable line for a malformed message: 'malformed request: mode: Input should be ...'."""
+    return f"malformed {what}: {field_problems(exc)}"

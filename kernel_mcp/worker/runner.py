@@ -16,7 +16,7 @@ import secrets
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Protocol
 
@@ -58,7 +58,7 @@ class LocalRunner:
         with self._guarded(problem) as tampered:
             judge = self._take_judge(device, request.mode == "profile", say)
             try:
-                result = self._run_judge(judge, request, problem, device, timeout, say)
+                result = self._run_judge(judge, request, model, problem, device, timeout, say)
             except JudgeFailure as exc:
                 extra = {"trusted": False} if model is ProfileResult else {}
                 result = model(passed=False, verdict="error: harness", problem=problem.name,
@@ -68,8 +68,8 @@ class LocalRunner:
                 judge.close()
         return _apply_tampering(result, tampered)
 
-    def _run_judge(self, judge: JudgeProcess, request: JudgeRequest, problem: Problem, device: str,
-                   timeout: float, say: ProgressFn) -> CheckResult | ProfileResult:
+    def _run_judge(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult] | type[ProfileResult],
+                   problem: Problem, device: str, timeout: float, say: ProgressFn) -> CheckResult | ProfileResult:
         ready = judge.wait_ready(BOOT_TIMEOUT_S, say)
         if ready.device is None:
             raise UsageError(ready.error)
@@ -79,7 +79,6 @@ class LocalRunner:
         with lease.hold(ready.device, exclusive, need, on_wait=lambda message: say(message, 0, 0)):
             final = judge.run(request, timeout, say)
         lease.record_peak(ready.device, _problem_key(problem), final.peak_memory_bytes)
-        model = ProfileResult if request.mode == "profile" else CheckResult
         try:
             return model.model_validate(final.result)
         except ValueError as exc:
@@ -101,11 +100,11 @@ class LocalRunner:
         interpret = getattr(request, "device", "") == "cpu"
         with self._guarded(problem) as tampered:
             process = self._take_step(interpret)
+            on_gpu = device is not None and device.is_gpu
+            held = lease.hold(device, exclusive=False, need_bytes=lease.memory_need(device, _problem_key(problem))) \
+                if on_gpu else nullcontext()
             try:
-                if device is not None and device.is_gpu:
-                    with lease.hold(device, exclusive=False, need_bytes=lease.memory_need(device, _problem_key(problem))):
-                        reply = process.run(request, Path(request.candidate), timeout_s)
-                else:
+                with held:
                     reply = process.run(request, Path(request.candidate), timeout_s)
             finally:
                 process.close()
