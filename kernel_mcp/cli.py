@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernel_mcp.render import print_check, print_compile, print_profile, print_roofline
-from kernel_mcp.results import UsageError
+# results (pydantic) and render are imported inside the commands: a one-shot check starts its judge before
+# paying for them (worker/client.prestart), and that judge's own start-up then runs alongside those imports
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Instruments for writing GPU kernels with AI agents: check, compile, profile, roofline, calibrate.")
@@ -22,13 +22,14 @@ def _progress(message: str, done: int, total: int) -> None:
     err.print(f"[dim]  {done}/{total} {message}[/dim]" if total else f"[dim]  {message}[/dim]")
 
 
-def _usage_error(exc: UsageError) -> None:
+def _usage_error(exc: Exception) -> None:
     err.print(f"[red]error:[/red] {exc}")
     raise typer.Exit(2)
 
 
 def _emit(call: Callable[[Any], Any], printer: Callable[[Any, Console], None], as_json: bool) -> Any:
     """Run an instrument (progress to stderr unless --json), print its result, return it."""
+    from kernel_mcp.results import UsageError
     try:
         result = call(None if as_json else _progress)
     except UsageError as exc:
@@ -47,9 +48,14 @@ def check(problem: Path = typer.Argument(..., help="problem folder (task.yml + r
           fresh_seeds: Optional[int] = typer.Option(None, help="secret-seeded copies of each test (default: task's)"),
           as_json: bool = typer.Option(False, "--json", help="print one JSON object")) -> None:
     """Check a candidate kernel against a problem's reference. Exit 0 pass, 1 fail, 2 usage error."""
+    from kernel_mcp.worker import client, trace
+    trace.mark("cli: check command starts")
+    client.prestart(device)
+    from kernel_mcp.render import print_check
     from kernel_mcp.tools.check import check as run
     result = _emit(lambda progress: run(problem, candidate, device=device, fresh_seeds=fresh_seeds,
                                         on_progress=progress), print_check, as_json)
+    trace.mark("cli: result printed")
     raise typer.Exit(0 if result.passed else 1)
 
 
@@ -97,6 +103,7 @@ def profile(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG,
             counters: bool = typer.Option(False, help="add hardware counters (ncu / rocprofv3) on one shape"),
             as_json: bool = JSON_OPT) -> None:
     """Check, then time the candidate against the reference. Exit 0 pass and trusted, 1 otherwise, 2 usage."""
+    from kernel_mcp.render import print_profile
     from kernel_mcp.tools.profile import profile as run
     result = _emit(lambda progress: run(problem, candidate, baseline=baseline, device=device, counters=counters,
                                         settings=_settings(target_ci, budget, shapes), on_progress=progress),
@@ -110,6 +117,7 @@ def roofline(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG, devic
              target_ci: float = TARGET_CI_OPT, budget: float = BUDGET_OPT, shapes: str = SHAPES_OPT,
              as_json: bool = JSON_OPT) -> None:
     """Profile, then place candidate and reference under the device's roofs (memory, compute)."""
+    from kernel_mcp.render import print_roofline
     from kernel_mcp.tools.roofline import roofline as run
     result = _emit(lambda progress: run(problem, candidate, device=device, png=png, on_progress=progress,
                                         settings=_settings(target_ci, budget, shapes)), print_roofline, as_json)
@@ -124,6 +132,7 @@ def compile_(candidate: Path = CANDIDATE_ARG,
              asm: bool = typer.Option(False, help="add an assembly excerpt around each kernel's main loop"),
              as_json: bool = JSON_OPT) -> None:
     """Compile the candidate's kernels for NVIDIA/AMD targets: errors, registers, spills, shared memory, occupancy."""
+    from kernel_mcp.render import print_compile
     from kernel_mcp.tools.compile import compile as run
     result = _emit(lambda progress: run(candidate, problem=problem, targets=target, asm=asm, on_progress=progress),
                    print_compile, as_json)
@@ -138,6 +147,7 @@ def serve(root: Path = typer.Option(Path("."), help="workspace root: every path 
                                               help="bearer token HTTP clients must send (default: a new "
                                               "one, printed to stderr; stdio ignores it)")) -> None:
     """Run the MCP server: stdio by default, or streamable HTTP behind a bearer token with --http."""
+    from kernel_mcp.results import UsageError
     if not root.is_dir():
         _usage_error(UsageError(f"--root {root} is not a directory"))
     if not http:
@@ -160,6 +170,7 @@ def install(client: str = typer.Argument(..., help="claude-code | codex | cursor
             as_json: bool = JSON_OPT) -> None:
     """Configure a coding agent to run the kernel_mcp server on --root, with the kernel skills/rules."""
     from kernel_mcp.install import install as run
+    from kernel_mcp.results import UsageError
     try:
         result = run(client, scope=scope, root=root, home=home)
     except UsageError as exc:
@@ -181,6 +192,7 @@ def calibrate(as_json: bool = JSON_OPT) -> None:
     and cache them for the roofline."""
     from kernel_mcp.tools.calibrate import cache_file
     from kernel_mcp.tools.calibrate import calibrate as run
+    from kernel_mcp.results import UsageError
     try:
         result = run(on_progress=None if as_json else _progress)
     except UsageError as exc:

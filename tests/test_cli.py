@@ -3,6 +3,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from kernel_mcp.launch import check_device
+
 from conftest import PROBLEMS, REPO
 
 
@@ -35,6 +39,24 @@ def test_usage_errors_exit_2(tmp_path):
     bad = run("check", str(tmp_path), "problems/vector_add/baseline.py")
     assert bad.returncode == 2 and "kernel_mcp.nope: unknown key" in bad.stderr.replace("\n", " ")
     assert run("check", "problems/vector_add").returncode == 2  # typer: missing argument
+
+
+@pytest.mark.parametrize("args, device", [
+    (["check", "p", "c.py"], "auto"),
+    (["check", "p", "c.py", "--device", "cuda:1"], "cuda:1"),
+    (["check", "--device=cpu", "p", "c.py", "--json"], "cpu"),
+    (["check", "p", "c.py", "--device"], "auto"),  # typer reports the missing value
+    (["check", "--help"], None),
+    (["profile", "p", "c.py", "--device", "cuda"], None),
+    ([], None),
+])
+def test_the_launcher_reads_a_checks_device_to_start_its_judge_early(args, device):
+    assert check_device(args) == device
+
+
+def test_a_device_the_judge_refuses_is_still_a_usage_error(tmp_path):
+    bad = run("check", "problems/vector_add", "problems/vector_add/baseline.py", "--device", "tpu")
+    assert bad.returncode == 2 and "unknown device" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_human_output_and_demo_table():

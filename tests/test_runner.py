@@ -2,6 +2,10 @@
 processes that serve one candidate each, and isolation between candidates served one after another."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -9,10 +13,11 @@ import pytest
 
 from kernel_mcp.results import UsageError
 from kernel_mcp.tools.check import check
-from kernel_mcp.worker.client import JudgeProcess
+from kernel_mcp.worker import client, proctree
+from kernel_mcp.worker.client import JUDGE_BOOT, JudgeProcess, judge_env, judge_sys_path
 from kernel_mcp.worker.runner import LocalRunner
 
-from conftest import PROBLEMS
+from conftest import PROBLEMS, repo_pythonpath
 
 VECTOR_ADD = PROBLEMS / "vector_add"
 
@@ -46,6 +51,42 @@ def test_malformed_request_is_a_clear_error_not_a_traceback(private_cache):
     for field in ("mode", "problem", "fresh_seeds"):
         assert field in message, message
     assert "Traceback" not in message
+
+
+def test_a_boot_line_the_judge_refuses_ends_the_hosts_it_started_early(private_cache):
+    """judge_start starts hosts from the raw line; the judge's full validation refuses a bad key, exits 2
+    saying which field, and leaves no host behind."""
+    token = "ab" * 16
+    read_fd, write_fd = os.pipe()
+    line = json.dumps({"key": "not-hex", "run_token": token, "device": "cpu", "hosts": 1, "warm_profiler": False})
+    try:
+        done = subprocess.run([sys.executable, "-S", "-I", "-B", "-c", JUDGE_BOOT, json.dumps(judge_sys_path()),
+                               str(write_fd)], input=line + "\n", capture_output=True, text=True, timeout=180,
+                              pass_fds=[write_fd], env=judge_env())
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "key" in done.stderr and "Traceback" not in done.stderr
+    assert proctree.kill_by_token(token) == 0, "a host started from the refused line is still running"
+
+
+def test_a_judge_started_ahead_by_the_cli_is_the_one_used(private_cache):
+    client.prestart("CPU ")  # as a user may type it
+    early = client._PRESTARTED[("cpu", False)]
+    result = check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu", runner=LocalRunner())
+    assert result.passed, result.verdict
+    assert early.proc.poll() is not None, "the judge started ahead was not used (or outlived its run)"
+    assert client.claim("cpu", False) is None
+
+
+def test_a_judge_started_ahead_and_never_used_ends_with_its_process(private_cache):
+    code = ("from kernel_mcp.worker import client; client.prestart('cpu'); "
+            "judge = client._PRESTARTED[('cpu', False)]; judge.wait_ready(120); print(judge.token)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
+                          env=dict(os.environ, PYTHONPATH=repo_pythonpath()))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert proctree.kill_by_token(done.stdout.strip()) == 0, "the unused judge's hosts outlived the command"
 
 
 @pytest.mark.parametrize("kwargs, words", [

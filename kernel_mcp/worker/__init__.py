@@ -7,7 +7,8 @@ caller (CLI, MCP server; never imports problem or candidate code) holds a *runne
   for checks while their memory fits), starts the processes below and reads their results. Messages
   are typed (protocol.py) and validated where they arrive.
   -> judge (``judge.py``; trusted): started isolated (``python -S -I``), non-dumpable. Boots first
-     (hosts.py starts its candidate hosts at once; warm.py pays torch's first-use costs), says Ready, then
+     (judge_start.py starts its candidate hosts from the boot line, before any heavy import; warm.py pays
+     torch's and Triton's first-use costs), says Ready, then
      serves one JudgeRequest: imports reference.py, makes inputs from fresh secret seeds, computes float64
      references, compares (outputs.py), decides (check_run.py, profile_run.py, profile_verdict.py).
      Reports on a private pipe, each line HMAC-signed (channel.py; client.py is the caller's side).

@@ -85,12 +85,14 @@ def serve(conn: Connection) -> None:
     boot = conn.recv()  # plain data: the authkey must be set before tensors arrive
     multiprocessing.current_process().authkey = boot["authkey"]
     try:
+        from kernel_mcp.worker import warm
+        triton_ready = warm.start_triton(boot.get("kind", ""))
         import torch  # noqa: F401  (registers tensor sharing reductions)
         import torch.multiprocessing  # noqa: F401
 
-        from kernel_mcp.worker import timing, warm  # timing binds its clocks now, before any candidate code
+        from kernel_mcp.worker import timing  # binds its clocks now, before any candidate code
         _, device = conn.recv()  # ("warm", device): sent once the judge holds the device's lease
-        warm.host(device, profiler=boot.get("profiler", False))
+        warm.host(device, boot.get("profiler", False), triton_ready)
         conn.send(("booted",))
         init = conn.recv()
         init.update(conn.recv())  # tensors (KernelBench weights) travel in a second message

@@ -2,6 +2,7 @@
 authenticated messages back, and clean up after it (its tree and anything carrying its run token)."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import secrets
@@ -11,11 +12,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+from kernel_mcp.worker import channel, proctree, sandbox, trace
 
-from kernel_mcp.worker import channel, proctree, sandbox
-from kernel_mcp.worker.protocol import Final, JudgeBoot, JudgeMessage, JudgeRequest, Progress, ProgressFn, Ready
+if TYPE_CHECKING:
+    from kernel_mcp.worker.protocol import Final, JudgeRequest, Progress, ProgressFn, Ready
+
+# protocol (pydantic) is imported after the judge's process has started, not when this module is: a one-shot
+# call then spends those ~0.2-0.3 s while the judge's interpreter starts, instead of before it
 
 
 class JudgeFailure(Exception):
@@ -26,7 +31,7 @@ class JudgeFailure(Exception):
 # site module (-S: no sitecustomize, no .pth code), with this process's sys.path given explicitly. A file
 # planted in site-packages or the working folder therefore cannot run inside the judge.
 JUDGE_BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-              "from kernel_mcp.worker.judge import main; main(int(sys.argv[2]))")
+              "from kernel_mcp.worker.judge_start import main; main(int(sys.argv[2]))")
 LOG_TAIL = 3000
 
 
@@ -52,14 +57,17 @@ class JudgeProcess:
         self._buffer = b""
         self.read_fd, write_fd = os.pipe()
         self.log = tempfile.TemporaryFile()
+        trace.mark("caller: starting a judge")
         self.proc = subprocess.Popen(
             [sys.executable, "-S", "-I", "-B", "-c", JUDGE_BOOT, json.dumps(judge_sys_path()), str(write_fd)],
             pass_fds=[write_fd], stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
             env=judge_env(), start_new_session=True)
         os.close(write_fd)
-        boot = JudgeBoot(key=self.key.hex(), run_token=self.token, device=device, hosts=hosts,
-                         warm_profiler=warm_profiler)
-        self._write(boot.model_dump_json())
+        # the fields of protocol.JudgeBoot, which the judge validates; written as plain JSON so that the judge
+        # gets its boot line (and starts its candidate hosts) before this process has imported pydantic
+        self.device = device
+        self._write(json.dumps({"key": self.key.hex(), "run_token": self.token, "device": device, "hosts": hosts,
+                                "warm_profiler": warm_profiler, "trace": trace.target()}))
 
     def _write(self, line: str) -> None:
         try:
@@ -76,10 +84,12 @@ class JudgeProcess:
         """The judge's Ready (cached); what it reported while booting (a wait for the device) goes to
         ``on_progress``."""
         if self.ready is None:
+            from kernel_mcp.worker.protocol import Ready
             message = self._next(time.monotonic() + timeout, on_progress, extend_s=timeout)
             if not isinstance(message, Ready):
                 raise JudgeFailure(f"the judge sent {type(message).__name__} before it was ready")
             self.ready = message
+            trace.mark("caller: judge ready")
         return self.ready
 
     def run(self, request: JudgeRequest, timeout: float, on_progress: ProgressFn | None) -> Final:
@@ -94,16 +104,19 @@ class JudgeProcess:
         self.proc.stdin.close()
 
     def result(self, timeout: float, on_progress: ProgressFn | None = None) -> Final:
+        from kernel_mcp.worker.protocol import Final
         deadline = time.monotonic() + timeout
         while True:
             message = self._next(deadline, on_progress)
             if isinstance(message, Final):
+                trace.mark("caller: result read")
                 return message
 
     def _next(self, deadline: float, on_progress: ProgressFn | None, extend_s: float = 0.0) -> Ready | Final:
         """The next ready or result message; progress messages on the way go to ``on_progress``, and each
         moves the deadline to at least ``extend_s`` from now (a booting judge that says it waits for the
         device's lease is waiting in line, not stuck)."""
+        from kernel_mcp.worker.protocol import Progress
         with selectors.DefaultSelector() as sel:
             sel.register(self.read_fd, selectors.EVENT_READ)
             while True:
@@ -128,6 +141,9 @@ class JudgeProcess:
                 self._buffer += chunk
 
     def _verify(self, line: bytes) -> Ready | Progress | Final:
+        from pydantic import ValidationError
+
+        from kernel_mcp.worker.protocol import JudgeMessage
         body = channel.verify(self.key, line.decode(errors="replace"))
         if body is None:
             raise JudgeFailure("a message on the judge's private channel failed authentication "
@@ -163,3 +179,31 @@ class JudgeProcess:
         proctree.kill_by_token(self.token)  # candidate processes that escaped the tree (killed the judge...)
         self.proc.wait()
         self.log.close()
+        trace.mark("caller: judge closed")
+
+
+# A judge started ahead of need by a one-shot command (the CLI), before its heavy imports, for the runner's
+# first judge call on that device to claim; closed at exit if nothing claimed it (a usage error).
+_PRESTARTED: dict[tuple[str, bool], JudgeProcess] = {}
+
+
+def prestart(device: str, warm_profiler: bool = False) -> None:
+    """Start booting a judge for ``device`` (as the user wrote it) now; ``claim`` hands it to the runner. A
+    device the judge refuses ends that judge at once; the command itself reports the usage error."""
+    key = (device.strip().lower(), warm_profiler)
+    if key in _PRESTARTED:
+        return  # started already (kernel_mcp.launch, then the command itself)
+    if not _PRESTARTED:
+        atexit.register(_close_prestarted)
+    _PRESTARTED[key] = JudgeProcess(key[0], warm_profiler=warm_profiler)
+
+
+def claim(device: str, warm_profiler: bool) -> JudgeProcess | None:
+    """The judge ``prestart`` started for this device and purpose, once; else None."""
+    return _PRESTARTED.pop((device, warm_profiler), None)
+
+
+def _close_prestarted() -> None:
+    for judge in _PRESTARTED.values():
+        judge.close()
+    _PRESTARTED.clear()

@@ -1,8 +1,7 @@
 """The judge process: the verdict is made here and nowhere else.
 
-Started by ``worker.client`` (isolated Python, see ``client.JUDGE_BOOT``) with the fd of its result pipe.
-Reads a ``JudgeBoot`` line on stdin, starts its candidate hosts at once (they import torch while it does),
-resolves the device, warms up under the device's shared lease and says ``Ready``. Then it waits: for one
+Entered from ``worker.judge_start``, which has read the ``JudgeBoot`` line from stdin and already started the
+candidate hosts (they import torch while this process does). Validates that line, resolves the device, warms up under the device's shared lease and says ``Ready``. Then it waits: for one
 ``JudgeRequest`` line (a warm judge may wait a long time), or for end of input, which means it is not
 needed. Writes signed JSON lines (ready, progress, then one result) to RESULT_FD.
 """
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from kernel_mcp.results import CheckResult, Finding, ProfileResult
-from kernel_mcp.worker import channel, proctree, sandbox
+from kernel_mcp.worker import channel, proctree, trace
 from kernel_mcp.worker.protocol import Device, Final, JudgeBoot, JudgeRequest, Progress, Ready, describe_error
 from kernel_mcp.worker.hosts import Hosts
 
@@ -39,6 +38,7 @@ class Reporter:
         self.last_tick = 0.0
 
     def send(self, message: Ready | Progress | Final) -> None:
+        trace.mark(f"judge sends {type(message).__name__} {getattr(message, 'message', '')[:60]}")
         self.stream.write(channel.sign(self.key, message.model_dump()) + "\n")
         self.stream.flush()
 
@@ -99,11 +99,13 @@ def loaded_digests() -> dict[str, str]:
     return found
 
 
-def boot(boot: JudgeBoot, reporter: Reporter) -> tuple[Device | None, Hosts]:
-    """Hosts first (they boot while this process imports torch), then the device and the warm-up."""
+def boot(boot: JudgeBoot, reporter: Reporter, hosts: Hosts | None) -> tuple[Device | None, Hosts]:
+    """Hosts first (they boot while this process imports torch; judge_start may have started them), then
+    the device and the warm-up."""
     from kernel_mcp.worker.resolve import guess_kind, resolve
-    hosts = Hosts(guess_kind(boot.device), boot.run_token, boot.warm_profiler, boot.hosts)
+    hosts = hosts or Hosts(guess_kind(boot.device), boot.run_token, boot.warm_profiler, boot.hosts)
     device, error = resolve(boot.device)
+    trace.mark("judge: torch imported, device resolved")
     if device is None:
         reporter.send(Ready(error=error))
         return None, hosts
@@ -112,9 +114,12 @@ def boot(boot: JudgeBoot, reporter: Reporter) -> tuple[Device | None, Hosts]:
     from kernel_mcp.worker import lease, warm
     # contexts and CUPTI start while nobody is timing here; a wait for that is the caller's to see
     with lease.hold(device, exclusive=False, on_wait=lambda message: reporter.progress(message)):
+        trace.mark("judge: shared lease held")
         hosts.warm(device.torch)
         warm.judge(device.torch, boot.warm_profiler)
+        trace.mark("judge: warm")
         hosts.wait_booted()
+        trace.mark("judge: hosts booted")
     reporter.device = device
     reporter.send(Ready(device=device, loaded=loaded_digests(), free_memory_bytes=_free_memory(device)))
     return device, hosts
@@ -138,6 +143,7 @@ def failed(request: JudgeRequest | None, verdict: str, finding: Finding) -> Chec
 
 def serve(reporter: Reporter, device: Device, hosts: Hosts) -> None:
     line = sys.stdin.readline()
+    trace.mark("judge: request read")
     if not line:
         return  # a warm judge nobody needed
     started = time.monotonic()
@@ -172,18 +178,21 @@ def private_caches() -> str:
     return folder
 
 
-def main(fd: int) -> None:
-    sandbox.harden_trusted_process()
+def main(fd: int, line: str, hosts: Hosts | None) -> None:
+    """``line``: the boot line judge_start read; ``hosts``: those it started from it (or None)."""
     caches = private_caches()
     try:
-        boot_message = JudgeBoot.model_validate_json(sys.stdin.readline())
+        boot_message = JudgeBoot.model_validate_json(line)
     except ValidationError as exc:
         sys.stderr.write(describe_error(exc, "judge boot message") + "\n")
+        if hosts is not None:
+            hosts.close_waiting()
         os._exit(2)
+    trace.enable(boot_message.trace)
+    trace.mark("judge: boot message validated")
     reporter = Reporter(fd, bytes.fromhex(boot_message.key))
-    hosts = None
     try:
-        device, hosts = boot(boot_message, reporter)
+        device, hosts = boot(boot_message, reporter, hosts)
         if device is not None:
             serve(reporter, device, hosts)
     except BaseException:  # noqa: BLE001  (the caller sees no result and says so; the log says why)
@@ -193,9 +202,6 @@ def main(fd: int) -> None:
             hosts.close_waiting()
         proctree.kill_tree(os.getpid(), include_self=False)  # daemons the candidate left behind
         shutil.rmtree(caches, ignore_errors=True)
+        trace.mark("judge: cleaned up")
         reporter.stream.close()
         os._exit(0)
-
-
-if __name__ == "__main__":
-    main(int(sys.argv[1]))

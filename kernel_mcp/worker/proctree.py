@@ -50,8 +50,11 @@ def descendants(pid: int) -> list[int]:
 
 def kill_tree(pid: int, include_self: bool = True) -> None:
     """SIGKILL ``pid`` and every descendant (including daemons that re-parented to a subreaper here)."""
+    killed: set[int] = set()
     for _ in range(3):  # a fork racing with the scan is caught on the next pass
-        victims = descendants(pid) + ([pid] if include_self else [])
+        # only processes not signalled yet: one killed on an earlier pass (a zombie until its parent
+        # waits) is not a reason to scan again; the passes end as soon as one finds nothing new
+        victims = [p for p in descendants(pid) + ([pid] if include_self else []) if p not in killed]
         if not victims:
             return
         for victim in victims:
@@ -59,6 +62,7 @@ def kill_tree(pid: int, include_self: bool = True) -> None:
                 os.kill(victim, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        killed.update(victims)
         time.sleep(0.05)
 
 

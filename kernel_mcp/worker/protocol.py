@@ -76,6 +76,7 @@ class JudgeBoot(_Message):
     device: str = "auto"  # as the user asked for it, normalised by parse_device
     hosts: int = Field(1, ge=0, le=2)  # candidate hosts started at boot, before any candidate is known
     warm_profiler: bool = False  # start CUPTI at boot (several seconds on a first use) for timing runs
+    trace: str = ""  # a file to append phase timestamps to (worker/trace.py; "" = off)
 
     @field_validator("device")
     @classmethod

@@ -6,7 +6,10 @@ import importlib.util
 import os
 from pathlib import Path
 
-from kernel_mcp.worker.protocol import CPU, Device
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernel_mcp.worker.protocol import Device  # imported by resolve(): guess_kind runs before pydantic is
 
 _HIDDEN = ("", "-1", "none", "void")  # CUDA_VISIBLE_DEVICES values that hide every GPU
 
@@ -38,6 +41,8 @@ def guess_kind(requested: str) -> str:
 def resolve(requested: str) -> tuple[Device | None, str]:
     """(the device, "") or (None, why not). Imports torch."""
     import torch
+
+    from kernel_mcp.worker.protocol import CPU, Device
     if requested == "cpu":
         return CPU, ""
     if not torch.cuda.is_available():

@@ -24,6 +24,7 @@ from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
 from kernel_mcp.worker import lease, proctree, sandbox
 from kernel_mcp.worker.client import JudgeFailure, JudgeProcess
+from kernel_mcp.worker.client import claim as claim_prestarted
 from kernel_mcp.worker.guard import guard_for, tampering_finding
 from kernel_mcp.worker.protocol import Device, JudgeRequest, ProgressFn, StepReply
 from kernel_mcp.worker.steps import StepProcess
@@ -86,7 +87,7 @@ class LocalRunner:
 
     def _take_judge(self, device: str, profiling: bool, say: ProgressFn) -> JudgeProcess:
         with self._lock:
-            spare = self._judges.pop(device, None)
+            spare = self._judges.pop(device, None) or claim_prestarted(device, profiling)
         if spare is not None:
             if spare.alive and _unchanged(spare, BOOT_TIMEOUT_S, say):
                 return spare

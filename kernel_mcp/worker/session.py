@@ -103,7 +103,7 @@ class CandidateSession:
                 [sys.executable, "-B", "-P", "-m", "kernel_mcp.worker.candidate_host", str(host_end.fileno())],
                 self._environment(device_kind), self.scratch, log, host_end.fileno(), limit, sandbox.namespaces_wanted())
         host_end.close()
-        self.conn.send({"authkey": _shared_authkey(), "profiler": profiler})
+        self.conn.send({"authkey": _shared_authkey(), "profiler": profiler, "kind": device_kind})
 
     def _environment(self, device_kind: str) -> dict[str, str]:
         env = sandbox.untrusted_env(self.scratch, self.run_token)

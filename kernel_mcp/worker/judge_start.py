@@ -1,0 +1,42 @@
+"""The judge process's first step: its candidate hosts start from the boot line before the judge imports
+anything heavy (pydantic and the result models, 0.3-0.5 s, then torch), so they boot alongside it.
+
+Started by ``worker.client`` (isolated Python, see ``client.JUDGE_BOOT``) with the fd of its result pipe. The
+boot line is read here as plain JSON and only what a host needs is taken from it, each field checked; the
+judge then validates the whole line (``protocol.JudgeBoot``) and ends these hosts if it refuses it.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from kernel_mcp.worker import sandbox, trace
+from kernel_mcp.worker.hosts import Hosts
+from kernel_mcp.worker.resolve import guess_kind
+
+
+def early_hosts(line: str) -> Hosts | None:
+    """Hosts started from the boot line's fields, or None when they do not look right (the judge's full
+    validation then says why)."""
+    try:
+        fields = json.loads(line)
+        token, count, profiler, device = (fields["run_token"], fields["hosts"], fields["warm_profiler"],
+                                          fields["device"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not (isinstance(token, str) and re.fullmatch(r"[0-9a-f]{32}", token) and type(count) is int
+            and 0 <= count <= 2 and type(profiler) is bool and isinstance(device, str)):
+        return None
+    trace.enable(fields.get("trace") if isinstance(fields.get("trace"), str) else "")
+    hosts = Hosts(guess_kind(device), token, profiler, count)
+    trace.mark("judge: hosts started")
+    return hosts
+
+
+def main(fd: int) -> None:
+    sandbox.harden_trusted_process()
+    line = sys.stdin.readline()
+    hosts = early_hosts(line)
+    from kernel_mcp.worker import judge
+    judge.main(fd, line, hosts)

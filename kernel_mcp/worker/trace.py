@@ -1,0 +1,33 @@
+"""Phase timestamps, to find where a call's seconds go (a developer's aid, off unless asked for).
+
+``KERNEL_MCP_TRACE=FILE kernel-mcp check ...`` appends one line per phase, ``<unix time> <pid> <label>``, from
+the calling process and from its judge (which is told the file in its boot message: its environment is
+allowlisted). Candidate processes never write here; the judge marks what it sees of them. Lines from
+several processes interleave by time: ``sort -n FILE`` gives the timeline.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+VAR = "KERNEL_MCP_TRACE"
+_path: list[str] = [os.environ.get(VAR, "")]
+
+
+def enable(path: str) -> None:
+    _path[0] = path
+
+
+def target() -> str:
+    """The file marks go to ("" when tracing is off)."""
+    return _path[0]
+
+
+def mark(label: str) -> None:
+    if not _path[0]:
+        return
+    try:
+        with open(_path[0], "a", encoding="utf-8") as handle:
+            handle.write(f"{time.time():.3f} {os.getpid()} {label}\n")
+    except OSError:
+        pass  # a trace is never worth failing a call for
