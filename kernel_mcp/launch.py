@@ -1,4 +1,5 @@
-"""The ``kernel-mcp`` command's first step (``python -m kernel_mcp`` too): for a ``check``, start its judge
+"""The ``kernel-mcp`` command's first step (``python -m kernel_mcp`` too): make the process non-dumpable; for
+a ``check``, start its judge
 before the command-line framework (typer, rich) and the result models are imported, so the judge's own
 start-up runs alongside those imports. Measured on the H200 machine (2026-12-01): the CLI reached its
 ``check`` function 0.6-0.8 s after launch; the judge starts within ~0.1 s here.
@@ -25,6 +26,10 @@ def check_device(args: list[str]) -> str | None:
 
 
 def main() -> None:
+    # before anything else: not dumpable, so no same-user process (a candidate's compile step, a process
+    # another agent runs) can read this one's environment (API keys) or memory through /proc
+    from kernel_mcp.worker.sandbox import harden_trusted_process
+    harden_trusted_process(reaper=False)
     device = check_device(sys.argv[1:])
     if device is not None:
         from kernel_mcp.worker import client

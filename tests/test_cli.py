@@ -86,3 +86,18 @@ def test_calibrate_table_names_each_mix_and_the_roof(monkeypatch):
     assert "4.35 TB/s (the roof)" in text and "4.16 TB/s (the roof)" not in text
     as_json = json.loads(CliRunner().invoke(cli.app, ["calibrate", "--json"]).output)
     assert as_json["bandwidth_bytes_per_s"] == 4.35e12
+
+
+# what a process that runs kernel_mcp's entry point reports about itself as it exits (PR_GET_DUMPABLE = 3)
+REPORT_DUMPABLE = ("import atexit, ctypes, sys; libc = ctypes.CDLL(None); "
+                   "atexit.register(lambda: sys.stderr.write(f'dumpable={libc.prctl(3, 0, 0, 0, 0)}\\n')); "
+                   "sys.argv = ['kernel-mcp', *sys.argv[1:]]; from kernel_mcp.launch import main; main()")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["serve", "--root", "."]])
+def test_the_command_is_not_dumpable_from_its_first_step(args):
+    """Before any tool runs, so a same-user process cannot read its environment (API keys) through /proc;
+    `serve` on stdio ends at end of input."""
+    done = subprocess.run([sys.executable, "-c", REPORT_DUMPABLE, *args], capture_output=True, text=True,
+                          cwd=REPO, timeout=120, stdin=subprocess.DEVNULL)
+    assert "dumpable=0" in done.stderr, done.stderr[-2000:]

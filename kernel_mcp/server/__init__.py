@@ -31,6 +31,7 @@ from kernel_mcp.server.job_tools import register_job_tools
 from kernel_mcp.server.resources import PNG_MAGIC, PROBLEM_URI, register_resources
 from kernel_mcp.server.snapshot_tools import register_snapshot_tools
 from kernel_mcp.worker.runner import LocalRunner
+from kernel_mcp.worker.sandbox import harden_trusted_process
 
 __all__ = ["INSTRUCTIONS", "PNG_MAGIC", "PROBLEM_URI", "BearerAuth", "build_server", "is_loopback", "main",
            "parse_listen", "serve_http"]
@@ -67,6 +68,7 @@ def _register_prompts(server: MCPServer) -> None:
 
 
 def main(root: str = ".") -> None:
+    harden_trusted_process(reaper=False)  # before any tool runs (kernel_mcp.launch did it too, if it started us)
     runner = LocalRunner(warm=True)
     try:
         build_server(root, runner).run()  # stdio

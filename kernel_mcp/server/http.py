@@ -59,6 +59,8 @@ def serve_http(root: str, listen: str, token: str | None = None) -> None:
 
     # imported here, not at the top: the package imports this module to re-export its names
     from kernel_mcp.server import build_server
+    from kernel_mcp.worker.sandbox import harden_trusted_process
+    harden_trusted_process(reaper=False)  # the token and API keys stay out of /proc's reach
     host, port = parse_listen(listen)
     generated = not token
     token = token or secrets.token_urlsafe(32)

@@ -8,10 +8,13 @@ judge then validates the whole line (``protocol.JudgeBoot``) and ends these host
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import threading
+import time
 
-from kernel_mcp.worker import sandbox, trace
+from kernel_mcp.worker import proctree, sandbox, trace
 from kernel_mcp.worker.hosts import Hosts
 from kernel_mcp.worker.resolve import guess_kind
 
@@ -34,9 +37,27 @@ def early_hosts(line: str) -> Hosts | None:
     return hosts
 
 
+def end_with_caller(token: str | None, poll_s: float = 0.2) -> None:
+    """A daemon thread that ends this judge and everything it started (its hosts and whatever they left,
+    found by the tree and by the run token) as soon as the process that started it is gone: work never
+    outlives whoever asked for it, nor the lease that caller held for it."""
+    caller = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == caller:
+            time.sleep(poll_s)
+        proctree.kill_tree(os.getpid(), include_self=False)
+        if token:
+            proctree.kill_by_token(token)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="caller-watch", daemon=True).start()
+
+
 def main(fd: int) -> None:
     sandbox.harden_trusted_process()
     line = sys.stdin.readline()
     hosts = early_hosts(line)
+    end_with_caller(hosts.run_token if hosts is not None else None)
     from kernel_mcp.worker import judge
     judge.main(fd, line, hosts)

@@ -13,6 +13,7 @@ import resource
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from kernel_mcp.worker.proctree import RUN_TOKEN_VAR
@@ -163,11 +164,26 @@ def _enter_namespaces(read_only: tuple[str, ...] = (), writable: tuple[str, ...]
                 _bind(folder.encode(), read_only=False)
         return
     os.closerange(3, 1 << 16)  # includes Popen's exec-status pipe: Popen returns now, as after an exec
-    _, status = os.waitpid(child, 0)
+    status = _wait_while_parent_lives(child)
     if os.WIFSIGNALED(status):
         signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status))
+
+
+def _wait_while_parent_lives(child: int, poll_s: float = 0.1) -> int:
+    """The trampoline's wait for the namespace's PID 1. If the process that started it dies first (a
+    server killed mid-call), kill PID 1, which ends everything in the namespace: the work dies with
+    whoever asked for it. Returns the child's wait status."""
+    parent = os.getppid()
+    while True:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            return status
+        if os.getppid() != parent:
+            os.kill(child, signal.SIGKILL)
+            return os.waitpid(child, 0)[1]
+        time.sleep(poll_s)
 
 
 # statvfs flags a read-only remount must keep: in a user namespace the kernel refuses to drop them

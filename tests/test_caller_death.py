@@ -1,0 +1,98 @@
+"""Work dies with whoever asked for it: a caller killed mid-call (a server hit by SIGKILL) leaves none of
+that call's processes (judge, candidate host, compile step host, what the candidate started) 2 s later."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import PROBLEMS, repo_pythonpath
+
+VECTOR_ADD = PROBLEMS / "vector_add"
+GRACE_S = 2.0  # the goal: nothing of the call is alive this long after its caller died
+
+# a candidate that says it is running (a file beside it: outside kernel_mcp's cache, so writable), starts
+# a daemon of its own, then takes far longer than the test waits
+SLOW = textwrap.dedent('''
+    import os, pathlib, time
+    def _announce():
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(600)
+            os._exit(0)
+        pathlib.Path(__file__).with_suffix(".started").write_text(str(os.getpid()))
+        time.sleep(600)
+    {where}
+''')
+
+
+def processes_of(cache: Path) -> list[int]:
+    """Every process whose environment names this test's private kernel_mcp cache (each process of a call
+    carries it: the judge, hosts, step hosts and whatever the candidate forked)."""
+    needle = f"KERNEL_MCP_CACHE={cache}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def alive(pids: list[int]) -> list[int]:
+    """Of ``pids``, those still running (a zombie waiting for its parent to read its status is not)."""
+    running = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            running.append(pid)
+    return running
+
+
+@pytest.mark.parametrize("call, where", [
+    ("check", "def custom_kernel(data):\n    _announce()"),
+    ("compile", "import triton  # a Triton candidate: compile records its launches by running it\n"
+                "_announce()\ndef custom_kernel(data):\n    return data"),
+])
+def test_a_caller_killed_mid_call_leaves_no_process_of_that_call(tmp_path, call, where):
+    cache = tmp_path / "cache"
+    candidate = tmp_path / "slow.py"
+    candidate.write_text(SLOW.format(where=where))
+    code = (f"from kernel_mcp.tools.{call} import {call}; " +
+            (f"check({str(VECTOR_ADD)!r}, {str(candidate)!r}, device='cpu')" if call == "check" else
+             f"compile({str(candidate)!r}, problem={str(VECTOR_ADD)!r})"))
+    env = dict(os.environ, PYTHONPATH=repo_pythonpath(), KERNEL_MCP_CACHE=str(cache))
+    caller = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not candidate.with_suffix(".started").exists():
+            assert caller.poll() is None, "the call ended before its candidate ran"
+            assert time.monotonic() < deadline, "the candidate never started"
+            time.sleep(0.1)
+        before = processes_of(cache)
+        assert len(before) >= 2, before  # the call's processes are seen (the test can fail)
+        caller.kill()
+        caller.wait()
+        time.sleep(GRACE_S)
+        left = alive(processes_of(cache))
+        assert not left, f"{len(left)} process(es) of the call outlived their caller by {GRACE_S} s"
+    finally:
+        caller.kill()
+        for pid in processes_of(cache):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
