@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from kernel_mcp.results import UsageError
+from kernel_mcp.results import UsageError, shown
 
 JobState = Literal["running", "done", "failed"]
 Progress = Callable[..., None]  # progress(message, done=0, total=0), as the instruments call it
@@ -128,7 +128,7 @@ class JobBoard:
         self._forget_old(time.monotonic())
         record = self._records.get(job_id)
         if record is None:
-            raise UsageError(f"no job {job_id!r} on this server: the id is wrong, or the job ended long enough ago "
+            raise UsageError(f"no job {shown(job_id)} on this server: the id is wrong, or the job ended long enough ago "
                              f"to be forgotten (the last {self.keep} finished jobs are kept, for "
                              f"{self.keep_s / 60:g} min); start it again")
         return record

@@ -16,6 +16,13 @@ class UsageError(Exception):
     """The caller asked for something impossible (bad path, malformed problem). CLI exit code 2."""
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """A refused value as a message quotes it: its repr, cut to ``limit`` characters, with its length when
+    cut (a 5 MB argument must not come back whole in the answer)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(str(value))} characters)"
+
+
 class Finding(BaseModel):
     """One thing the harness noticed. ``code`` is stable and machine-readable; ``message`` is for people."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kernel_mcp.results import UsageError
+from kernel_mcp.results import UsageError, shown
 
 REF_PREFIX = "refs/kernel_mcp/snapshots/"
 META_DIR = ".kernel_mcp"
@@ -92,8 +93,11 @@ class Store:
         tree = self._write_tree(entries)
         message = f"{meta.problem}: {meta.verdict or 'snapshot'} {_speedup_text(meta)} by {meta.author}\n\n" \
                   f"{meta.note}".strip() + "\n"
-        args = [tree, "-m", message] + (["-p", parent] if parent else [])
-        sha = self.repo.git.commit_tree(*args, env={**os.environ, **IDENTITY})
+        with tempfile.NamedTemporaryFile("w", suffix=".msg", encoding="utf-8") as file:
+            file.write(message)  # from a file, not argv: a long note would exceed the kernel's argument limit
+            file.flush()
+            args = [tree, "-F", file.name] + (["-p", parent] if parent else [])
+            sha = self.repo.git.commit_tree(*args, env={**os.environ, **IDENTITY})
         self.repo.git.update_ref(REF_PREFIX + sha, sha, "")  # "" = the ref must not exist yet
         return self.get(sha)
 
@@ -123,9 +127,12 @@ class Store:
         return [line for line in out.splitlines() if line]
 
     def get(self, snapshot_id: str) -> Snapshot:
-        matches = [s for s in self.ids() if s.startswith(snapshot_id)] if snapshot_id else []
+        if not re.fullmatch(r"[0-9a-f]{4,40}", snapshot_id or ""):
+            raise UsageError(f"bad snapshot id {shown(snapshot_id)}: give 4 to 40 hex characters of one "
+                             "(history lists them)")
+        matches = [s for s in self.ids() if s.startswith(snapshot_id)]
         if len(matches) != 1:
-            raise UsageError(f"no snapshot {snapshot_id!r}" if not matches else
+            raise UsageError(f"no snapshot id {snapshot_id!r}" if not matches else
                              f"snapshot id {snapshot_id!r} is ambiguous; give more characters")
         commit = self.repo.commit(matches[0])
         meta = json.loads(self.repo.git.show(f"{commit.hexsha}:{self._repo_path(self.root / META_PATH)}"))
@@ -166,8 +173,13 @@ class Store:
                              "snapshot them first, or pass force=True")
         for name in snapshot.files:
             path = self._inside(name)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(self.file_at(snapshot, name))
+            if path.is_dir():
+                raise UsageError(f"cannot restore {name}: a directory of that name is in the way")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(self.file_at(snapshot, name))
+            except OSError as exc:
+                raise UsageError(f"cannot restore {name}: {exc.strerror or exc}") from None
         return snapshot.files
 
     def _known(self, path: Path) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from kernel_mcp.results import UsageError
+from kernel_mcp.results import UsageError, shown
 
 # What Triton 3.x's NVIDIA and AMD backends compile for (sm_90 and sm_100 compile as sm_90a / sm_100a).
 NVIDIA = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90": 90, "sm_90a": 90, "sm_100": 100, "sm_100a": 100,
@@ -35,7 +35,7 @@ def parse(name: str) -> Target:
         return Target(key, "nvidia", NVIDIA[key], 32)
     if key in AMD:
         return Target(key, "amd", key, 32 if key.startswith("gfx1") else 64)  # RDNA runs wave32 in Triton
-    raise UsageError(f"unknown target {name!r}; valid targets: {', '.join(valid_names())}")
+    raise UsageError(f"unknown target {shown(name)}; valid targets: {', '.join(valid_names())}")
 
 
 def present() -> list[Target]:

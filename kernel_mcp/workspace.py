@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel_mcp.results import UsageError
+from kernel_mcp.results import UsageError, shown
+
+MAX_PATH = 4096  # Linux's PATH_MAX, in bytes: no longer path can name a file
 
 
 class Workspace:
@@ -17,10 +19,15 @@ class Workspace:
         """``name`` (relative to the root) as an absolute path inside the root. Refused: empty names, a
         leading '-' (it would read as an option), absolute or '..' paths and symlinks that lead out."""
         if not name or name.startswith("-"):
-            raise UsageError(f"bad path {name!r}: give a path relative to the workspace {self.root}")
-        full = (self.root / name).resolve()  # resolves symlinks: a link out of the workspace is caught here
+            raise UsageError(f"bad path {shown(name)}: give a path relative to the workspace {self.root}")
+        if len(name.encode(errors="replace")) > MAX_PATH:
+            raise UsageError(f"path {shown(name)} is too long (at most {MAX_PATH} bytes)")
+        try:
+            full = (self.root / name).resolve()  # resolves symlinks: a link out of the workspace is caught here
+        except OSError as exc:  # a component over the file system's name limit, a loop of links
+            raise UsageError(f"bad path {shown(name)}: {exc.strerror}") from None
         if not full.is_relative_to(self.root):
-            raise UsageError(f"{name} is outside the workspace {self.root}; paths must stay inside it")
+            raise UsageError(f"{shown(name)} is outside the workspace {self.root}; paths must stay inside it")
         if must_exist and not full.exists():
-            raise UsageError(f"{name} does not exist in the workspace {self.root}")
+            raise UsageError(f"{shown(name)} does not exist in the workspace {self.root}")
         return full

@@ -2,6 +2,7 @@
 and running a blocking call off the event loop."""
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,13 +22,31 @@ WRITES_SNAPSHOTS = ToolAnnotations(read_only_hint=False, destructive_hint=False,
 OVERWRITES_FILES = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
 
+MAX_MESSAGE = 900  # characters of a tool error: every failure answers in under 1 kB
+log = logging.getLogger("kernel_mcp.server")
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    return text if len(text) <= limit else text[:limit - 40] + f"... ({len(text)} characters in all)"
+
+
 @contextmanager
 def tool_errors() -> Iterator[None]:
-    """Misuse (a UsageError) becomes a ToolError: the model reads its message and can act on it."""
+    """Every failure becomes a ToolError with a message the model can act on, under 1 kB: misuse (a
+    UsageError) as it is worded; the file system's refusals (OSError) by their reason; anything else as an
+    internal error, named, and logged with its traceback (the SDK would answer a bare "Error executing
+    tool")."""
     try:
         yield
+    except ToolError:
+        raise
     except UsageError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(clip(str(exc))) from None
+    except OSError as exc:
+        raise ToolError(clip(f"the file system refused: {exc.strerror or exc}")) from None
+    except Exception as exc:  # noqa: BLE001  (a bug of ours: said, bounded, and logged in full)
+        log.exception("tool failed")
+        raise ToolError(clip(f"internal error in kernel_mcp ({type(exc).__name__}): {exc}")) from None
 
 
 class ToolSpace(Workspace):

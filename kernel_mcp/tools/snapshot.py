@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_mcp import snapshots
-from kernel_mcp.results import CheckResult, CompileResult, ProfileResult, RooflineResult, UsageError
+from kernel_mcp.results import CheckResult, CompileResult, ProfileResult, RooflineResult, UsageError, shown
 from kernel_mcp.snapshots import Snapshot, SnapshotMeta, Store
 from kernel_mcp.stall import StallPolicy, StallStatus, assess
 
@@ -31,9 +31,21 @@ def metrics(check: CheckResult | None = None, profile: ProfileResult | None = No
     return out
 
 
+MAX_NOTE = 65_536  # characters of a snapshot's note: a paragraph of reasoning, not a log
+MAX_NAME = 200  # characters of an author's name
+MAX_PROBLEM = 4096  # characters of a problem argument (a name or a path to it)
+MAX_LIMIT = 10_000  # history entries in one answer
+
+
+def _bounded(what: str, value: str | None, limit: int) -> None:
+    if value is not None and len(value) > limit:
+        raise UsageError(f"{what} {shown(value)} is too long (at most {limit} characters)")
+
+
 def problem_name(problem: str | Path) -> str:
     """Snapshots are filed under the problem folder's name; a path to it ("problems/softmax/") means the
     same problem, so status and history find what evaluate recorded whichever form an agent passes."""
+    _bounded("problem", str(problem), MAX_PROBLEM)
     return Path(str(problem).rstrip("/\\")).name or str(problem)
 
 
@@ -50,6 +62,8 @@ def snapshot(root: str | Path, problem: str, candidate: str | Path, files: list[
     """Record the candidate (and any extra files, e.g. helpers it imports) with the given results
     (check=, profile=, roofline=, compile=) as a new snapshot derived from ``parent``; ``attachments``
     (e.g. the roofline chart) are kept with its metrics."""
+    _bounded("note", note, MAX_NOTE)
+    _bounded("author", author, MAX_NAME)
     store = Store(root)
     name = _relative(store, candidate)
     stored = [name] + [_relative(store, f) for f in files or [] if _relative(store, f) != name]
@@ -59,7 +73,10 @@ def snapshot(root: str | Path, problem: str, candidate: str | Path, files: list[
 
 def history(root: str | Path, problem: str | None = None, passed_only: bool = False, author: str | None = None,
             limit: int = 20) -> list[Snapshot]:
-    """The leaderboard, best first (passed and trusted, then speedup)."""
+    """The leaderboard, best first (passed and trusted, then speedup): at most ``limit`` entries."""
+    if not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"limit must be between 1 and {MAX_LIMIT}; got {limit}")
+    _bounded("author", author, MAX_NAME)
     return snapshots.leaderboard(_all(root), problem_name(problem) if problem else None, passed_only,
                                  author)[:limit]
 

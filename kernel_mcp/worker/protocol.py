@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from kernel_mcp.results import ProfileSettings, UsageError
+from kernel_mcp.results import ProfileSettings, UsageError, shown
 
 ProgressFn = Callable[[str, int, int], None]  # (message, done, total): how long work reports on itself
 
@@ -29,7 +29,7 @@ def parse_device(text: str) -> str:
     kind, _, index = value.partition(":")
     if kind == "cuda" and index.isdigit():
         return f"cuda:{int(index)}"
-    raise UsageError(f"unknown device {text!r}; use one of {', '.join(DEVICE_CHOICES)} or cuda:N")
+    raise UsageError(f"unknown device {shown(text)}; use one of {', '.join(DEVICE_CHOICES)} or cuda:N")
 
 
 class Device(BaseModel):
