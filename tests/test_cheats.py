@@ -311,6 +311,41 @@ def test_secret_in_the_cli_processes_environment_is_not_visible() -> None:
     assert proc.returncode == 1 and result["passed"] is False, result["verdict"]
 
 
+def test_a_secret_printed_or_raised_by_a_candidate_never_reaches_a_result_or_the_cache(monkeypatch, tmp_path) -> None:
+    """Belt and braces (worker/redact.py): a candidate that has the caller's key anyway (here, written in
+    it) prints it and raises with it, in a check and in a compile step."""
+    from kernel_mcp.tools.compile import compile as compile_candidate
+    from kernel_mcp.worker.runner import LocalRunner
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(cache))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    runner = LocalRunner()  # reads the secrets of this process now
+    checked = check(VECTOR_ADD, CHEATS / "secret_print.py", device="cpu", fresh_seeds=1, runner=runner)
+    compiled = compile_candidate(CHEATS / "secret_print.py", problem=VECTOR_ADD, runner=runner)
+    for result in (checked, compiled):
+        text = result.model_dump_json()
+        assert SECRET not in text, text[:2000]
+    assert "[redacted ANTHROPIC_API_KEY]" in checked.model_dump_json(), explain(checked)
+    leaked = [p for p in cache.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert not leaked, leaked
+
+
+def test_a_compile_step_ends_at_once_and_its_daemon_with_it(tmp_path, monkeypatch) -> None:
+    """The daemon keeps the step's stdout and stderr open: the step's reply comes over its own socket
+    and its log is a file, so nothing waits for the end of a pipe; the daemon dies with the step."""
+    from kernel_mcp.tools.compile import compile as compile_candidate
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "cache"))
+    beat = STATE_DIR / "compile_daemon.beat"
+    beat.unlink(missing_ok=True)
+    started = time.monotonic()
+    result = compile_candidate(CHEATS / "compile_daemon.py", problem=VECTOR_ADD)
+    seconds = time.monotonic() - started
+    assert result.ok, result.model_dump_json()[:2000]
+    assert seconds < 120, f"compile took {seconds:.0f} s"
+    assert beat.exists(), "the fixture's daemon never started"
+    assert heart_stopped(beat), "the compile step's daemon outlived it"
+
+
 # --- tampering ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name, planted", [("tamper_reference", []),
                                            ("tamper_plant_modules", ["utils.py", "task.py"])])

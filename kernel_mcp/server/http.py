@@ -72,6 +72,8 @@ def serve_http(root: str, listen: str, token: str | None = None) -> None:
     if not is_loopback(host):
         say(f"kernel_mcp: WARNING: listening on {host}, reachable from other machines; anyone with the token "
             "can run code through this server. Prefer 127.0.0.1 with an SSH tunnel.\n")
+    from kernel_mcp.worker.redact import remember
+    remember(token, "the HTTP bearer token")  # kept out of results like the environment's secrets
     runner = LocalRunner(warm=True)
     app = BearerAuth(build_server(root, runner).streamable_http_app(host=host), token)
     try:

@@ -27,6 +27,7 @@ from kernel_mcp.worker.client import JudgeFailure, JudgeProcess
 from kernel_mcp.worker.client import claim as claim_prestarted
 from kernel_mcp.worker.guard import guard_for, tampering_finding
 from kernel_mcp.worker.protocol import Device, JudgeRequest, ProgressFn, StepReply
+from kernel_mcp.worker.redact import Redactor
 from kernel_mcp.worker.steps import StepProcess
 
 HARNESS_MARGIN_S = 120  # judge start-up, reference computation and clean-up on top of the task's timeouts
@@ -44,6 +45,7 @@ class LocalRunner:
         self._in_flight = 0
         self._closed = False
         self._devices: dict[str, Device] = {}  # device asked for -> what it resolved to
+        self._redactor = Redactor()  # the secrets this process holds, kept out of every result
 
     # --- judges: check and profile ------------------------------------------------------------------
     def judge(self, request: JudgeRequest, device: str = "auto",
@@ -67,7 +69,7 @@ class LocalRunner:
                                **extra)
             finally:
                 judge.close()
-        return _apply_tampering(result, tampered)
+        return self._redactor.model(_apply_tampering(result, tampered))
 
     def _run_judge(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult] | type[ProfileResult],
                    problem: Problem, device: str, timeout: float, say: ProgressFn) -> CheckResult | ProfileResult:
@@ -110,8 +112,8 @@ class LocalRunner:
             finally:
                 process.close()
         if tampered:
-            return reply.model_copy(update={"ok": False, "tampered": list(tampered)})
-        return reply
+            reply = reply.model_copy(update={"ok": False, "tampered": list(tampered)})
+        return self._redactor.model(reply)
 
     def _take_step(self, interpret: bool) -> StepProcess:
         with self._lock:
@@ -146,6 +148,7 @@ class LocalRunner:
             result.passed = result.trusted = False
             result.verdict = "fail: tampering"
             result.findings.append(tampering_finding(tampered))
+        result.counters = self._redactor.model(result.counters)
         apply_witness(result, result.counters)
 
     @contextmanager
