@@ -40,14 +40,43 @@ class Problem:
         return self.path / "reference.py" if self.kind == "gpumode" else self.path
 
     def guarded_files(self) -> list[Path]:
-        """Files the harness relies on: the problem's own files and the helpers GPU MODE imports from
-        the parent folder. A candidate that edits any of them fails, and they are restored."""
+        """Files the harness relies on: the problem's data (task.yml, every file that is not Python) and
+        the Python modules the judge imports: reference.py and, transitively, the modules of the problem
+        folder and its parent (GPU MODE's utils.py, task.py) it imports. A candidate that edits any of
+        them fails, and they are restored. Other Python files (candidates that agents and editors save
+        beside the problem) are not the harness's: never restored, never reported."""
         if self.kind == "kernelbench":
             return [self.path]
         own = [p for p in sorted(self.path.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
                and "solutions" not in p.relative_to(self.path).parts and p.stat().st_size < 4 << 20]
-        parent = [p for p in sorted(self.path.parent.glob("*.py")) if p.is_file()]
-        return own + parent
+        local = {p.stem: p for p in sorted(self.path.parent.glob("*.py")) if p.is_file()}
+        local.update({p.stem: p for p in own if p.suffix == ".py" and p.parent == self.path})
+        return [p for p in own if p.suffix != ".py"] + imported_closure(self.reference_file, local)
+
+
+def imported_closure(start: Path, local: dict[str, Path]) -> list[Path]:
+    """``start`` and every module of ``local`` (name -> file) it imports, directly or through another of
+    them, at any depth of the code (imports inside functions count). A file that does not parse makes
+    every local module count: what it would import cannot be known."""
+    found, queue = [start], [start]
+    while queue:
+        try:
+            tree = ast.parse(queue.pop().read_bytes())
+        except (SyntaxError, ValueError, OSError):
+            return [start] + [p for p in local.values() if p != start]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [alias.name for alias in node.names] if node.level else [node.module or ""]
+            else:
+                continue
+            for name in names:
+                module = local.get(name.split(".")[0])
+                if module is not None and module not in found:
+                    found.append(module)
+                    queue.append(module)
+    return found
 
 
 def load_problem(path: str | Path) -> Problem:

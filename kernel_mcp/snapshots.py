@@ -73,18 +73,22 @@ class Store:
         self.top = Path(self.repo.working_tree_dir).resolve()
 
     # --- writing ------------------------------------------------------------------------------------
-    def save(self, meta: SnapshotMeta, parent: str | None = None, attachments: dict[str, bytes] | None = None
-             ) -> Snapshot:
-        """Store the files named in ``meta`` (read from the working tree now) with the metrics, and
-        ``attachments`` (name -> bytes) under .kernel_mcp/."""
+    def save(self, meta: SnapshotMeta, parent: str | None = None, attachments: dict[str, bytes] | None = None,
+             contents: dict[str, bytes] | None = None) -> Snapshot:
+        """Store the files named in ``meta`` with the metrics, and ``attachments`` (name -> bytes) under
+        .kernel_mcp/. A file's content is ``contents[name]`` when given (the exact bytes an evaluation
+        used), else read from the working tree now."""
         if parent is not None:
             self.get(parent)  # raises for an unknown parent
-        paths = [self._inside(f) for f in meta.files]
+        contents = contents or {}
         if meta.candidate not in meta.files:
             raise UsageError(f"the candidate {meta.candidate} must be one of the files stored")
-        meta = meta.model_copy(update={"lines": len(self._inside(meta.candidate).read_text(errors="replace")
-                                                   .splitlines()) if self._inside(meta.candidate).is_file() else 0})
-        entries = [(self._repo_path(p), self._hash_file(p)) for p in paths]
+        source = contents.get(meta.candidate)
+        if source is None and self._inside(meta.candidate).is_file():
+            source = self._inside(meta.candidate).read_bytes()
+        meta = meta.model_copy(update={"lines": len(source.decode(errors="replace").splitlines()) if source else 0})
+        entries = [(self._repo_path(self._inside(f)), self._hash_bytes(contents[f]) if f in contents
+                    else self._hash_file(self._inside(f))) for f in meta.files]
         entries.append((self._repo_path(self.root / META_PATH), self._hash_text(meta.model_dump_json(indent=1))))
         for name, data in (attachments or {}).items():
             if "/" in name or name in ("", ".", "..", "snapshot.json"):

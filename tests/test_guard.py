@@ -53,3 +53,29 @@ def test_pyc_that_is_not_its_source_is_planted(tmp_path):
                                                          str(folder / "reference.py"), "exec")))
     changes = guard.restore()
     assert len(changes) == 1 and "reference.cpython-311.pyc appeared" in changes[0]
+
+
+def test_the_guard_covers_the_judges_modules_and_data_not_other_candidates(tmp_path):
+    """problem.guarded_files: reference.py, the modules it imports (from the folder and, as GPU MODE does,
+    from its parent, at any depth) and the data; not the candidates agents save beside the problem."""
+    from kernel_mcp.problem import Problem, imported_closure
+    from kernel_mcp.taskspec import KernelMcpSpec
+    parent = tmp_path / "suite"
+    folder = parent / "prob"
+    folder.mkdir(parents=True)
+    (folder / "reference.py").write_text("from utils import check\nimport task\ndef ref_kernel(d):\n"
+                                         "    from helpers import scale\n    return scale(d)\n")
+    (folder / "task.py").write_text("X = 1\n")
+    (folder / "task.yml").write_text("tests: []\n")
+    (folder / "helpers.py").write_text("from . import deep\ndef scale(d):\n    return d\n")
+    (folder / "deep.py").write_text("Y = 2\n")
+    (parent / "utils.py").write_text("def check():\n    pass\n")
+    for candidate in (folder / "attempt_a.py", parent / "attempt_b.py"):
+        candidate.write_text("def custom_kernel(d):\n    return d\n")
+    problem = Problem(name="prob", path=folder, kind="gpumode", spec=KernelMcpSpec(), tests=[], benchmarks=[])
+    guarded = {p.relative_to(parent).as_posix() for p in problem.guarded_files()}
+    assert guarded == {"prob/reference.py", "prob/task.py", "prob/task.yml", "prob/helpers.py", "prob/deep.py",
+                       "utils.py"}
+    (folder / "broken.py").write_text("def (:\n")
+    assert imported_closure(folder / "broken.py", {"utils": parent / "utils.py"}) == \
+        [folder / "broken.py", parent / "utils.py"]  # unparsable: every local module counts

@@ -253,3 +253,32 @@ def test_a_host_that_fails_before_its_candidate_is_the_harnesss_failure(tmp_path
     assert result.verdict == "error: harness" and not result.passed
     assert [f.code for f in result.findings if f.severity == "error"] == ["host_boot_failed"], result.findings
     assert "broken on purpose" in result.findings[-1].message
+
+
+def test_files_other_agents_save_during_a_check_are_left_alone(tmp_path, private_cache):
+    """Several agents in one workspace: a candidate saved beside the problem, or inside its folder, while
+    another agent's check runs is neither reported as tampering nor reverted (issue 12, 2.)."""
+    import shutil
+    import threading
+    root = tmp_path / "ws"
+    shutil.copytree(VECTOR_ADD, root / "vector_add", ignore=shutil.ignore_patterns("__pycache__", "solutions"))
+    slow = root / "slow.py"
+    slow.write_text("import time\ndef custom_kernel(data):\n    time.sleep(0.3)\n    a, b = data\n    return a + b\n")
+    others = [root / "other_agent.py", root / "vector_add" / "other_agent_inside.py"]
+    for path in others:
+        path.write_text("def custom_kernel(data):\n    return data[0]\n")
+    running = threading.Event()
+
+    def other_agent_saves():
+        running.wait(120)
+        for path in others:
+            path.write_text("def custom_kernel(data):\n    return data[0] + data[1]  # saved meanwhile\n")
+
+    saver = threading.Thread(target=other_agent_saves)
+    saver.start()
+    result = check(root / "vector_add", slow, device="cpu",
+                   on_progress=lambda message, *_: running.set() if message.startswith("test 0") else None,
+                   runner=LocalRunner())
+    saver.join()
+    assert result.passed, result.verdict
+    assert all("saved meanwhile" in path.read_text() for path in others)

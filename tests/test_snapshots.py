@@ -156,3 +156,42 @@ def test_a_problem_path_and_its_name_file_the_same_snapshots(tmp_path):
     assert [s.id for s in tools.history(tmp_path, "problems/vector_add")] == [made.id]
     assert [s.id for s in tools.history(tmp_path, "vector_add")] == [made.id]
     assert tools.status(tmp_path, "problems/vector_add").evaluations == tools.status(tmp_path, "vector_add").evaluations == 1
+
+
+def test_a_snapshot_keeps_the_bytes_it_is_given_not_the_files_content_now(workspace):
+    evaluated = b"def custom_kernel(data):\n    return data[0] + data[1]  # evaluated\n"
+    (workspace / "kernel.py").write_text("# saved by an editor since\n")
+    snap = Store(workspace).save(_meta(), contents={"kernel.py": evaluated})
+    assert Store(workspace).file_at(snap, "kernel.py") == evaluated and snap.lines == 2
+
+
+def test_evaluate_refuses_a_candidate_that_changes_while_it_is_evaluated(tmp_path, monkeypatch):
+    """Another agent (or an editor) saves the file mid-evaluation: the instruments may have measured two
+    versions, so no snapshot may claim their numbers; the error says so."""
+    import shutil
+    import threading
+
+    from kernel_mcp.tools.evaluate import evaluate
+    from kernel_mcp.tools.snapshot import history
+
+    from conftest import PROBLEMS
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "ws"
+    shutil.copytree(PROBLEMS / "vector_add", root / "vector_add", ignore=shutil.ignore_patterns("__pycache__"))
+    candidate = root / "add.py"
+    candidate.write_text("def custom_kernel(data):\n    a, b = data\n    return a + b\n")
+    started = threading.Event()
+
+    def progress(message, done=0, total=0):
+        started.set()
+
+    def save_meanwhile():
+        started.wait(120)  # the first progress message: the evaluation has begun
+        candidate.write_text("def custom_kernel(data):\n    a, b = data\n    return b + a  # edited\n")
+
+    editor = threading.Thread(target=save_meanwhile)
+    editor.start()
+    with pytest.raises(UsageError, match="changed while it was being evaluated"):
+        evaluate(root, root / "vector_add", candidate, device="cpu", budget_s=2, shapes="tests", on_progress=progress)
+    editor.join()
+    assert history(root) == []

@@ -35,6 +35,7 @@ def evaluate(root: str | Path, problem: str | Path, candidate: str | Path, devic
     settings = settings_from(budget_s=budget_s, shapes=shapes)  # bad settings fail before any work
     root = Path(root).resolve()
     problem_name = Path(problem).name
+    evaluated = _read(candidate)  # what the snapshot keeps: exactly the bytes every instrument below used
     built = None
     try:
         built = compile_candidate(candidate, problem=problem, on_progress=on_progress, runner=runner)
@@ -42,15 +43,32 @@ def evaluate(root: str | Path, problem: str | Path, candidate: str | Path, devic
         if "no kernel found" not in str(exc):  # plain torch candidates have nothing to compile
             raise
     if built is not None and not built.ok:
+        _unchanged(candidate, evaluated)
         snap = snapshots.snapshot(root, problem_name, candidate, author=author, note=note, parent=parent,
-                                  compile=built)
+                                  compile=built, candidate_bytes=evaluated)
         return EvaluateResult(verdict="compile failed", passed=False, trusted=False, compile=built, snapshot=snap)
     roof = roofline(problem, candidate, device=device, settings=settings, on_progress=on_progress, runner=runner)
     prof = roof.profile
+    _unchanged(candidate, evaluated)
     snap = snapshots.snapshot(root, problem_name, candidate, author=author, note=note, parent=parent, compile=built,
-                              profile=prof, roofline=roof, attachments=_chart(roof))
+                              profile=prof, roofline=roof, attachments=_chart(roof), candidate_bytes=evaluated)
     return EvaluateResult(verdict=prof.verdict, passed=prof.passed, trusted=prof.trusted, speedup=prof.speedup,
                           compile=built, roofline=roof, snapshot=snap)
+
+
+def _read(candidate: str | Path) -> bytes:
+    try:
+        return Path(candidate).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read the candidate {candidate}: {exc.strerror}") from None
+
+
+def _unchanged(candidate: str | Path, evaluated: bytes) -> None:
+    """The instruments each read the file when they start: if it changed meanwhile (another agent, an
+    editor), they may have measured different code, and no snapshot may claim their numbers."""
+    if _read(candidate) != evaluated:
+        raise UsageError(f"{candidate} changed while it was being evaluated (saved by an editor or another "
+                         "agent?); nothing was snapshotted: evaluate it again once it is saved")
 
 
 def _chart(roof: RooflineResult) -> dict[str, bytes]:

@@ -58,17 +58,20 @@ def _relative(store: Store, path: str | Path) -> str:
 
 def snapshot(root: str | Path, problem: str, candidate: str | Path, files: list[str] | None = None,
              author: str = "unknown", note: str = "", parent: str | None = None,
-             attachments: dict[str, bytes] | None = None, **results: Any) -> Snapshot:
+             attachments: dict[str, bytes] | None = None, candidate_bytes: bytes | None = None,
+             **results: Any) -> Snapshot:
     """Record the candidate (and any extra files, e.g. helpers it imports) with the given results
     (check=, profile=, roofline=, compile=) as a new snapshot derived from ``parent``; ``attachments``
-    (e.g. the roofline chart) are kept with its metrics."""
+    (e.g. the roofline chart) are kept with its metrics; ``candidate_bytes``: the candidate's content to
+    keep (what was evaluated) instead of the file's content now."""
     _bounded("note", note, MAX_NOTE)
     _bounded("author", author, MAX_NAME)
     store = Store(root)
     name = _relative(store, candidate)
     stored = [name] + [_relative(store, f) for f in files or [] if _relative(store, f) != name]
     meta = SnapshotMeta(problem=problem_name(problem), candidate=name, files=stored, author=author, note=note, **metrics(**results))
-    return store.save(meta, parent=parent, attachments=attachments)
+    contents = {name: candidate_bytes} if candidate_bytes is not None else None
+    return store.save(meta, parent=parent, attachments=attachments, contents=contents)
 
 
 def history(root: str | Path, problem: str | None = None, passed_only: bool = False, author: str | None = None,
