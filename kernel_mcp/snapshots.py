@@ -72,6 +72,17 @@ class Store:
             self.repo = git.Repo.init(self.root)
         self.top = Path(self.repo.working_tree_dir).resolve()
 
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the git processes GitPython keeps for reading objects (``cat-file --batch``): left to the
+        garbage collector, a long-lived server gathers them call after call."""
+        self.repo.close()
+
     # --- writing ------------------------------------------------------------------------------------
     def save(self, meta: SnapshotMeta, parent: str | None = None, attachments: dict[str, bytes] | None = None,
              contents: dict[str, bytes] | None = None) -> Snapshot:

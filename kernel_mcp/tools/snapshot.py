@@ -66,12 +66,13 @@ def snapshot(root: str | Path, problem: str, candidate: str | Path, files: list[
     keep (what was evaluated) instead of the file's content now."""
     _bounded("note", note, MAX_NOTE)
     _bounded("author", author, MAX_NAME)
-    store = Store(root)
-    name = _relative(store, candidate)
-    stored = [name] + [_relative(store, f) for f in files or [] if _relative(store, f) != name]
-    meta = SnapshotMeta(problem=problem_name(problem), candidate=name, files=stored, author=author, note=note, **metrics(**results))
-    contents = {name: candidate_bytes} if candidate_bytes is not None else None
-    return store.save(meta, parent=parent, attachments=attachments, contents=contents)
+    with Store(root) as store:
+        name = _relative(store, candidate)
+        stored = [name] + [_relative(store, f) for f in files or [] if _relative(store, f) != name]
+        meta = SnapshotMeta(problem=problem_name(problem), candidate=name, files=stored, author=author, note=note,
+                            **metrics(**results))
+        contents = {name: candidate_bytes} if candidate_bytes is not None else None
+        return store.save(meta, parent=parent, attachments=attachments, contents=contents)
 
 
 def history(root: str | Path, problem: str | None = None, passed_only: bool = False, author: str | None = None,
@@ -87,7 +88,8 @@ def history(root: str | Path, problem: str | None = None, passed_only: bool = Fa
 def _all(root: str | Path) -> list[Snapshot]:
     """Every snapshot; none (and no repository created) where the folder is not a repository."""
     try:
-        return Store(root, create=False).all()
+        with Store(root, create=False) as store:
+            return store.all()
     except UsageError:
         if not Path(root).is_dir():
             raise
@@ -104,26 +106,26 @@ def best_file(root: str | Path, problem: str, name: str | None = None) -> tuple[
     top = best(root, problem)
     if top is None:
         raise UsageError(f"no passed and trusted snapshot of {problem} yet: run evaluate first")
-    store = Store(root, create=False)
-    return top, store.attachment(top, name) if name else store.file_at(top, top.candidate)
+    with Store(root, create=False) as store:
+        return top, store.attachment(top, name) if name else store.file_at(top, top.candidate)
 
 
 def diff(root: str | Path, a: str, b: str | None = None) -> str:
     """Unified diff from snapshot ``a`` to ``b`` (default: to the best snapshot of a's problem)."""
-    store = Store(root, create=False)
-    first = store.get(a)
-    if b is None:
-        top = snapshots.best(store.all(), first.problem)
-        if top is None:
-            raise UsageError(f"no passed and trusted snapshot of {first.problem} to compare with")
-        return store.diff(first, top)
-    return store.diff(first, store.get(b))
+    with Store(root, create=False) as store:
+        first = store.get(a)
+        if b is None:
+            top = snapshots.best(store.all(), first.problem)
+            if top is None:
+                raise UsageError(f"no passed and trusted snapshot of {first.problem} to compare with")
+            return store.diff(first, top)
+        return store.diff(first, store.get(b))
 
 
 def restore(root: str | Path, snapshot_id: str, force: bool = False) -> list[str]:
     """Write a snapshot's files into the working tree (refuses to overwrite unsaved changes unless forced)."""
-    store = Store(root, create=False)
-    return store.restore(store.get(snapshot_id), force=force)
+    with Store(root, create=False) as store:
+        return store.restore(store.get(snapshot_id), force=force)
 
 
 def status(root: str | Path, problem: str, policy: StallPolicy | None = None) -> StallStatus:

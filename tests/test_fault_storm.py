@@ -1,0 +1,139 @@
+"""One long-lived MCP server (the warm runner an agent's client starts) through a storm of hostile and
+honest candidates, with check, compile and evaluate: every call ends in a clear verdict or a short tool
+error, no process of a finished call is left behind, no secret of the server's reaches an answer, and
+honest work still passes. Then four agents evaluating in one workspace at once: no false tampering, no
+file changed behind an agent's back, every snapshot holds exactly what its agent evaluated (issue 12)."""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from kernel_mcp.server import build_server
+from kernel_mcp.snapshots import Store
+from kernel_mcp.worker import proctree
+from kernel_mcp.worker.runner import LocalRunner
+
+from conftest import PROBLEMS, REPO
+
+CHEATS = REPO / "tests" / "cheats"
+SECRET = "sk-test-secret-kernel-mcp"
+QUICK = {"device": "cpu", "budget_s": 1, "shapes": "tests"}
+STORM = ["crash_segfault", "crash_os_exit", "crash_sys_exit", "hang_sleep", "daemon_double_fork",
+         "forge_stdout_all_fds", "honest_noisy_stdout", "secret_env", "secret_print", "compile_daemon",
+         "wrong_a_minus_b", "crash_raise"]
+HONEST_VARIANTS = ["return a + b", "return b + a", "return torch.add(a, b)", "return a.add(b)"]
+
+
+def workspace(root: Path) -> Path:
+    shutil.copytree(PROBLEMS / "vector_add", root / "vector_add", ignore=shutil.ignore_patterns("__pycache__",
+                                                                                               "solutions"))
+    task = root / "vector_add" / "task.yml"  # a hang fails in seconds, not minutes
+    task.write_text(task.read_text().rstrip("\n") + "\n  timeouts: {import: 60, call: 5, total: 90}\n")
+    for helper in ("_cheat_util.py", "_helper_kernels.py"):
+        shutil.copy(CHEATS / helper, root / helper)
+    return root
+
+
+def strays(cache: Path, keep: set[int]) -> list[int]:
+    """Running processes of this test's calls (they carry its cache in their environment), apart from the
+    runner's own warm ones and what they started."""
+    needle = f"KERNEL_MCP_CACHE={cache}".encode()
+    kept = set(keep)
+    for pid in keep:
+        kept.update(proctree.descendants(pid))
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in kept or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0") and \
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def text_of(result) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content) + str(result.structured_content or "")
+
+
+def test_a_storm_of_candidates_through_one_server(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(cache))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    root = workspace(tmp_path / "ws")
+    for name in STORM:
+        shutil.copy(CHEATS / f"{name}.py", root / f"{name}.py")
+    runner = LocalRunner(warm=True)
+    problems: list[str] = []
+
+    async def storm():
+        async with Client(build_server(root, runner)) as client:
+            for name in STORM:
+                for tool, arguments in (("check", {"device": "cpu"}), ("compile", {}), ("evaluate", QUICK)):
+                    result = await client.call_tool(tool, {"problem": "vector_add", "candidate": f"{name}.py",
+                                                           **arguments})
+                    text = text_of(result)
+                    if result.is_error and len(text) >= 1024:
+                        problems.append(f"{tool} {name}: an error of {len(text)} characters")
+                    if SECRET in text:
+                        problems.append(f"{tool} {name}: the secret is in the answer")
+                    left = strays(cache, set(runner.warm_processes().values()))
+                    if left:
+                        names = [Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:150] for pid in left]
+                        problems.append(f"{tool} {name}: {len(left)} process(es) left behind: {names} "
+                                        f"warm: {runner.warm_processes()}")
+                        for pid in left:
+                            proctree.kill_tree(pid)
+            honest = await client.call_tool("evaluate", {"problem": "vector_add", "candidate": "honest_noisy_stdout.py",
+                                                         **QUICK})
+            return honest
+
+    try:
+        honest = asyncio.run(storm())
+    finally:
+        runner.close()
+    assert not problems, problems
+    assert not honest.is_error and honest.structured_content["passed"], text_of(honest)[:1000]
+
+
+def test_four_agents_evaluating_in_one_workspace(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "cache"))
+    root = workspace(tmp_path / "ws")
+    runner = LocalRunner(warm=True)
+    server = build_server(root, runner)
+    failures: list[str] = []
+
+    async def agent(client, index: int) -> None:
+        path = root / f"agent_{index}.py"
+        for round_ in range(2):
+            body = HONEST_VARIANTS[(index + round_) % len(HONEST_VARIANTS)]
+            source = f"import torch\n# agent {index}, round {round_}\ndef custom_kernel(data):\n    a, b = data\n    {body}\n"
+            path.write_text(source)
+            result = await client.call_tool("evaluate", {"problem": "vector_add", "candidate": path.name, **QUICK})
+            summary = result.structured_content or {}
+            if result.is_error or not summary.get("passed"):
+                failures.append(f"agent {index} round {round_}: {text_of(result)[:400]}")
+                continue
+            if path.read_text() != source:
+                failures.append(f"agent {index} round {round_}: its file changed behind its back")
+            with Store(root, create=False) as store:
+                kept = store.file_at(store.get(summary["snapshot_id"]), path.name)
+            if kept != source.encode():
+                failures.append(f"agent {index} round {round_}: the snapshot holds other bytes")
+
+    async def all_agents():
+        async with Client(server) as client:
+            await asyncio.gather(*(agent(client, i) for i in range(4)))
+
+    try:
+        asyncio.run(all_agents())
+    finally:
+        runner.close()
+    assert not failures, failures
