@@ -89,6 +89,18 @@ def _drop_ptrace_capability() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(24, 19, 0, 0, 0)  # PR_CAPBSET_DROP, CAP_SYS_PTRACE
 
 
+def _like_an_ordinary_user() -> None:
+    """preexec_fn: keep only the capabilities a candidate process keeps (IPC_LOCK, SYS_NICE, SYS_RESOURCE),
+    so that, as for two processes of one ordinary user, nothing but the caller's being non-dumpable keeps
+    a candidate out of the caller's /proc files (a root caller's full capabilities would otherwise protect
+    it: the kernel refuses access to a process holding capabilities the reader lacks)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):
+        if cap not in (14, 23, 24):
+            libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+
+
 def cli(args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT, timeout: float = 120,
         without_ptrace: bool = False) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "kernel_mcp", "check", *args, "--device", "cpu", "--fresh-seeds", "1",
@@ -328,6 +340,39 @@ def test_a_secret_printed_or_raised_by_a_candidate_never_reaches_a_result_or_the
     assert "[redacted ANTHROPIC_API_KEY]" in checked.model_dump_json(), explain(checked)
     leaked = [p for p in cache.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
     assert not leaked, leaked
+
+
+@pytest.mark.parametrize("namespaces", ["1", "0"])
+def test_a_compile_steps_candidate_cannot_read_the_callers_key(tmp_path, namespaces) -> None:
+    """`kernel-mcp compile` run with an ordinary user's capabilities, with its own PID namespace for the step
+    where it can be made and without one (KERNEL_MCP_PID_NAMESPACE=0: the step then sees the caller in
+    /proc, and only the caller's being non-dumpable keeps its environment closed)."""
+    seen = STATE_DIR / "compile_secret_env.seen"
+    seen.unlink(missing_ok=True)
+    env = minimal_env(ANTHROPIC_API_KEY=SECRET, KERNEL_MCP_CACHE=str(tmp_path / "cache"),
+                      KERNEL_MCP_PID_NAMESPACE=namespaces)
+    done = subprocess.run([sys.executable, "-m", "kernel_mcp", "compile", str(CHEATS / "compile_secret_env.py"),
+                           "--problem", str(VECTOR_ADD), "--json"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300, preexec_fn=_like_an_ordinary_user)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert not seen.exists(), "the compile step's candidate read the caller's API key"
+    assert SECRET not in done.stdout + done.stderr
+
+
+def test_a_caller_with_an_ordinary_users_capabilities_still_isolates_its_candidates(tmp_path) -> None:
+    """Root without CAP_SYS_ADMIN (a container's default) cannot make a PID namespace directly; a user
+    namespace first still gives the candidate its own PID and mount namespace (no no_pid_namespace)."""
+    probe = subprocess.run([sys.executable, "-c", "import ctypes; print(ctypes.CDLL(None).unshare(0x10000000))"],
+                           capture_output=True, text=True, preexec_fn=_like_an_ordinary_user)
+    if probe.stdout.strip() != "0":
+        pytest.skip("this machine allows no user namespace without privileges")
+    env = minimal_env(KERNEL_MCP_CACHE=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-m", "kernel_mcp", "check", str(VECTOR_ADD), str(VECTOR_ADD / "baseline.py"),
+                           "--device", "cpu", "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300, preexec_fn=_like_an_ordinary_user)
+    result = json.loads(done.stdout)
+    assert result["passed"], done.stdout[-2000:]
+    assert "no_pid_namespace" not in [f["code"] for f in result["findings"]], result["findings"]
 
 
 def test_a_compile_step_ends_at_once_and_its_daemon_with_it(tmp_path, monkeypatch) -> None:

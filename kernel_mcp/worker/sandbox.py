@@ -145,13 +145,14 @@ def _enter_namespaces(read_only: tuple[str, ...] = (), writable: tuple[str, ...]
     private /proc shows no process outside (no /proc/<caller>/environ, fd or mem to read).
     unshare(CLONE_NEWPID) only affects children, hence the fork: the child goes on to exec the host, the
     parent (still outside, the pid Popen knows) waits and mirrors its exit status. Root needs no user
-    namespace; other users do. Any failure leaves things as they were (the judge reads /proc and says so).
+    namespace (unless it lacks CAP_SYS_ADMIN); other users do. Any failure leaves things as they were (the judge reads /proc and says so).
     Each ``read_only`` folder is bound onto itself read-only in the new mount namespace: kernel_mcp's cache
     (compile results, the judge's Triton cache, kernel caches and the scratch folders of other candidate
     processes) stays out of reach; each ``writable`` folder inside it is bound back read-write.
     """
     flags = CLONE_NEWPID | CLONE_NEWNS | (0 if os.geteuid() == 0 else CLONE_NEWUSER)
-    if _libc.unshare(flags) != 0:
+    # root without CAP_SYS_ADMIN (a container's default root) may still make a user namespace
+    if _libc.unshare(flags) != 0 and (flags & CLONE_NEWUSER or _libc.unshare(flags | CLONE_NEWUSER) != 0):
         return
     child = os.fork()
     if child == 0:
