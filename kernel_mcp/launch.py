@@ -1,8 +1,8 @@
 """The ``kernel-mcp`` command's first step (``python -m kernel_mcp`` too): make the process non-dumpable; for
-a ``check``, start its judge
-before the command-line framework (typer, rich) and the result models are imported, so the judge's own
-start-up runs alongside those imports. Measured on the H200 machine (2026-12-01): the CLI reached its
-``check`` function 0.6-0.8 s after launch; the judge starts within ~0.1 s here.
+a ``check``, start its judge before the command-line framework (typer, rich) and the result models are
+imported, so the judge's own start-up runs alongside those imports. Measured on the H200 machine
+(2026-12-01): the CLI reached its ``check`` function 0.6-0.8 s after launch; the judge starts within ~0.1 s
+of it from here.
 
 Only ``--device`` is read from the command line here, loosely: if this reading disagrees with typer's, the
 judge started here is not claimed (worker/client.py ends it at exit) and the command starts its own.

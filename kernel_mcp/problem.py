@@ -68,7 +68,9 @@ def imported_closure(start: Path, local: dict[str, Path]) -> list[Path]:
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                names = [node.module or ""] + [alias.name for alias in node.names] if node.level else [node.module or ""]
+                names = [node.module or ""]
+                if node.level:  # "from . import helpers": the names themselves are the folder's modules
+                    names += [alias.name for alias in node.names]
             else:
                 continue
             for name in names:

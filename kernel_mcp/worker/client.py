@@ -65,7 +65,6 @@ class JudgeProcess:
         os.close(write_fd)
         # the fields of protocol.JudgeBoot, which the judge validates; written as plain JSON so that the judge
         # gets its boot line (and starts its candidate hosts) before this process has imported pydantic
-        self.device = device
         self._write(json.dumps({"key": self.key.hex(), "run_token": self.token, "device": device, "hosts": hosts,
                                 "warm_profiler": warm_profiler, "trace": trace.target()}))
 

@@ -1,7 +1,8 @@
 """The judge process: the verdict is made here and nowhere else.
 
 Entered from ``worker.judge_start``, which has read the ``JudgeBoot`` line from stdin and already started the
-candidate hosts (they import torch while this process does). Validates that line, resolves the device, warms up under the device's shared lease and says ``Ready``. Then it waits: for one
+candidate hosts (they import torch while this process does). Validates that line, resolves the device,
+warms up under the device's shared lease and says ``Ready``. Then it waits: for one
 ``JudgeRequest`` line (a warm judge may wait a long time), or for end of input, which means it is not
 needed. Writes signed JSON lines (ready, progress, then one result) to RESULT_FD.
 """
