@@ -19,6 +19,14 @@ def repo_pythonpath() -> str:
     return os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 
+def processes_of_cache(cache: Path) -> list[int]:
+    """The running processes (zombies aside) of calls that used this private kernel_mcp cache: each process
+    of a call carries it in its environment (judge, hosts, step hosts, whatever a candidate forked)."""
+    from kernel_mcp.cache import CACHE_VAR
+    from kernel_mcp.worker import proctree
+    return proctree.running(proctree.carrying(CACHE_VAR, str(cache)))
+
+
 def broken_cuda_candidate(folder: Path) -> tuple[Path, int]:
     """CUDA_FIXTURE with an undeclared name in its kernel, written to folder, and the line of the Python
     file the compiler error must be mapped back to."""

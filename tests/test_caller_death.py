@@ -8,11 +8,10 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import PROBLEMS, repo_pythonpath
+from conftest import PROBLEMS, processes_of_cache, repo_pythonpath
 
 VECTOR_ADD = PROBLEMS / "vector_add"
 GRACE_S = 2.0  # the goal: nothing of the call is alive this long after its caller died
@@ -31,34 +30,6 @@ SLOW = textwrap.dedent('''
         time.sleep(600)
     {where}
 ''')
-
-
-def processes_of(cache: Path) -> list[int]:
-    """Every process whose environment names this test's private kernel_mcp cache (each process of a call
-    carries it: the judge, hosts, step hosts and whatever the candidate forked)."""
-    needle = f"KERNEL_MCP_CACHE={cache}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if needle in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-def alive(pids: list[int]) -> list[int]:
-    """Of ``pids``, those still running (a zombie waiting for its parent to read its status is not)."""
-    running = []
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            running.append(pid)
-    return running
 
 
 @pytest.mark.parametrize("call, where", [
@@ -82,16 +53,16 @@ def test_a_caller_killed_mid_call_leaves_no_process_of_that_call(tmp_path, call,
             assert caller.poll() is None, "the call ended before its candidate ran"
             assert time.monotonic() < deadline, "the candidate never started"
             time.sleep(0.1)
-        before = processes_of(cache)
+        before = processes_of_cache(cache)
         assert len(before) >= 2, before  # the call's processes are seen (the test can fail)
         caller.kill()
         caller.wait()
         time.sleep(GRACE_S)
-        left = alive(processes_of(cache))
+        left = processes_of_cache(cache)
         assert not left, f"{len(left)} process(es) of the call outlived their caller by {GRACE_S} s"
     finally:
         caller.kill()
-        for pid in processes_of(cache):
+        for pid in processes_of_cache(cache):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -19,7 +19,7 @@ from kernel_mcp.snapshots import Store
 from kernel_mcp.worker import proctree
 from kernel_mcp.worker.runner import LocalRunner
 
-from conftest import PROBLEMS, REPO, repo_pythonpath
+from conftest import PROBLEMS, REPO, processes_of_cache, repo_pythonpath
 
 CHEATS = REPO / "tests" / "cheats"
 SECRET = "sk-test-secret-kernel-mcp"
@@ -37,27 +37,9 @@ def workspace(root: Path) -> Path:
                                                                                                "solutions"))
     task = root / "vector_add" / "task.yml"  # a hang fails in seconds, not minutes
     task.write_text(task.read_text().rstrip("\n") + "\n  timeouts: {import: 60, call: 5, total: 90}\n")
-    for helper in ("_cheat_util.py", "_helper_kernels.py"):
+    for helper in ("_cheat_util.py", "_helper_kernels.py", "_triton_add.py"):
         shutil.copy(CHEATS / helper, root / helper)
     return root
-
-
-def strays(cache: Path, keep: set[int]) -> list[int]:
-    """Running processes of this test's calls (they carry its cache in their environment), apart from
-    ``keep``."""
-    needle = f"KERNEL_MCP_CACHE={cache}".encode()
-    kept = set(keep)
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in kept or int(entry.name) == os.getpid():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0") and \
-                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def text_of(result) -> str:
@@ -114,7 +96,7 @@ def test_a_storm_of_candidates_through_one_server(tmp_path, user):
                         problems.append(f"{tool} {name}: the secret is in the answer")
                     if name in MUST_FAIL and tool != "compile" and (result.structured_content or {}).get("passed"):
                         problems.append(f"{tool} {name}: passed")
-                    left = strays(cache, server_and_descendants(cache))
+                    left = sorted(set(processes_of_cache(cache)) - server_and_descendants(cache))
                     if left:
                         names = [Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:150] for pid in left]
                         problems.append(f"{tool} {name}: {len(left)} process(es) left behind: {names}")

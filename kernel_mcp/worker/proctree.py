@@ -10,17 +10,28 @@ from pathlib import Path
 RUN_TOKEN_VAR = "KERNEL_MCP_RUN"  # every candidate process inherits it; leftovers are found by it
 
 
-def kill_by_token(token: str) -> int:
-    """SIGKILL every process whose environment carries ``RUN_TOKEN_VAR=token``; return how many."""
-    needle, killed = f"{RUN_TOKEN_VAR}={token}".encode(), 0
+def carrying(name: str, value: str) -> list[int]:
+    """Every process (this one excepted) whose environment holds ``name=value``, zombies included."""
+    needle, found = f"{name}={value}".encode(), []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             if needle in (entry / "environ").read_bytes().split(b"\0"):
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed += 1
-        except (OSError, ProcessLookupError):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_by_token(token: str) -> int:
+    """SIGKILL every process whose environment carries ``RUN_TOKEN_VAR=token``; return how many."""
+    killed = 0
+    for pid in carrying(RUN_TOKEN_VAR, token):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except ProcessLookupError:
             continue
     return killed
 
@@ -73,6 +84,11 @@ def signal_tree(pid: int, sig: int, include_self: bool = True) -> None:
             os.kill(victim, sig)
         except ProcessLookupError:
             pass
+
+
+def running(pids: list[int]) -> list[int]:
+    """Of ``pids``, those still running: not gone, and not a zombie waiting for its parent to read it."""
+    return [pid for pid in pids if _state(pid) not in ("gone", "Z")]
 
 
 def _state(pid: int) -> str:

@@ -6,21 +6,12 @@ to init). The compile step must end at once with its result, and the daemon must
 import os
 import time
 
-import torch
-import triton
-import triton.language as tl
-
 from _cheat_util import STATE_DIR, write_atomic
+from _triton_add import add
 
 HEARTBEAT = os.path.join(STATE_DIR, "compile_daemon.beat")
 _spawned = []
 
-
-@triton.jit
-def _add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask), mask=mask)
 
 
 def _daemon_keeping_stdio(lifetime_s=60.0):
@@ -41,6 +32,4 @@ def custom_kernel(data):
         _spawned.append(True)
         os.makedirs(STATE_DIR, exist_ok=True)
         _daemon_keeping_stdio()
-    out = torch.empty_like(a)
-    _add_kernel[(triton.cdiv(a.numel(), 1024),)](a, b, out, a.numel(), BLOCK=1024)
-    return out
+    return add(a, b)

@@ -6,11 +6,8 @@ a marker file if it found it. An honest Triton kernel otherwise.
 """
 import os
 
-import torch
-import triton
-import triton.language as tl
-
 from _cheat_util import STATE_DIR, write_atomic
+from _triton_add import add
 from secret_env import _visible
 
 if _visible():
@@ -18,15 +15,6 @@ if _visible():
     write_atomic(os.path.join(STATE_DIR, "compile_secret_env.seen"), "the caller's key was readable\n")
 
 
-@triton.jit
-def _add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask), mask=mask)
-
 
 def custom_kernel(data):
-    a, b = data
-    out = torch.empty_like(a)
-    _add_kernel[(triton.cdiv(a.numel(), 1024),)](a, b, out, a.numel(), BLOCK=1024)
-    return out
+    return add(*data)
