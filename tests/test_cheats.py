@@ -392,14 +392,36 @@ def test_a_compile_step_ends_at_once_and_its_daemon_with_it(tmp_path, monkeypatc
 
 
 # --- tampering ---------------------------------------------------------------------------------------------
+# Two defences, each tried: where candidates get a mount namespace the file systems are read-only to them
+# ("sealed": the write fails, there is nothing to restore and the workspace is never guarded); without one
+# (KERNEL_MCP_PID_NAMESPACE=0, or an OS that refuses namespaces) the runner's file guard catches and undoes
+# the change ("guarded": fail: tampering).
+@pytest.fixture(params=["sealed", "guarded"])
+def defence(request, monkeypatch) -> str:
+    from kernel_mcp.worker import sandbox
+    if request.param == "guarded":
+        monkeypatch.setenv("KERNEL_MCP_PID_NAMESPACE", "0")
+    elif not sandbox.sealed_for_candidates((str(ROOT), "/tmp")):
+        pytest.skip("this machine gives candidates no mount namespace")
+    return request.param
+
+
+def assert_tampering_stopped(r: CheckResult, defence: str) -> None:
+    assert r.passed is False, explain(r)
+    if defence == "guarded":
+        assert r.verdict == "fail: tampering", explain(r)
+    else:
+        assert "Read-only file system" in r.model_dump_json(), explain(r)
+        assert not any(f.code == "tampering" for f in r.findings), explain(r)
+
+
 @pytest.mark.parametrize("name, planted", [("tamper_reference", []),
                                            ("tamper_plant_modules", ["utils.py", "task.py"])])
-def test_tampering_is_caught_and_undone(tmp_path: Path, name: str, planted: list[str]) -> None:
+def test_tampering_is_caught_and_undone(tmp_path: Path, name: str, planted: list[str], defence: str) -> None:
     problem = copy_problem(VECTOR_ADD, tmp_path / "vector_add_copy")
     original = (problem / "reference.py").read_bytes()
     r = run(problem, name)
-    assert r.passed is False, explain(r)
-    assert r.verdict == "fail: tampering", explain(r)
+    assert_tampering_stopped(r, defence)
     assert (problem / "reference.py").read_bytes() == original
     for file in planted:
         assert not (problem / file).exists(), f"planted {file} is still there"
@@ -407,13 +429,12 @@ def test_tampering_is_caught_and_undone(tmp_path: Path, name: str, planted: list
     assert honest.passed is True, explain(honest)
 
 
-def test_overwritten_bytecode_cache_is_caught(tmp_path: Path) -> None:
+def test_overwritten_bytecode_cache_is_caught(tmp_path: Path, defence: str) -> None:
     problem = copy_problem(VECTOR_ADD, tmp_path / "vector_add_copy")
     # someone imported reference.py once without -B (a test, a notebook): its .pyc exists
     py_compile.compile(str(problem / "reference.py"), doraise=True)
     r = run(problem, "tamper_pycache")
-    assert r.passed is False, explain(r)
-    assert r.verdict == "fail: tampering", explain(r)
+    assert_tampering_stopped(r, defence)
     after = run(problem, "wrong_a_minus_b")
     assert after.passed is False, explain(after)
 
@@ -429,15 +450,22 @@ def package_copy(tmp_path: Path) -> Path:
     return root
 
 
-def test_planted_sitecustomize_next_to_the_package_is_caught(package_copy: Path) -> None:
+def test_planted_sitecustomize_next_to_the_package_is_caught(package_copy: Path, defence: str) -> None:
     env = minimal_env(PYTHONPATH=str(package_copy))
+    if defence == "guarded":
+        env["KERNEL_MCP_PID_NAMESPACE"] = "0"
     problem = package_copy / "problems" / "vector_add"
     first = json.loads(cli([str(problem), str(CHEATS / "tamper_sitecustomize.py")], env=env,
                            cwd=package_copy).stdout)
     second = json.loads(cli([str(problem), str(CHEATS / "wrong_a_minus_b.py")], env=env,
                             cwd=package_copy).stdout)
     assert second["passed"] is False, f"a wrong candidate passed after the plant: {second['verdict']}"
-    assert first["verdict"] == "fail: tampering", first["verdict"]
+    assert first["passed"] is False, first["verdict"]
+    if defence == "guarded":
+        assert first["verdict"] == "fail: tampering", first["verdict"]
+    else:
+        assert not (package_copy / "sitecustomize.py").exists()
+        assert "Read-only file system" in json.dumps(first), json.dumps(first)[:3000]
 
 
 # --- the command line: the candidate's stdout is a log, never the result ----------------------------------

@@ -189,7 +189,7 @@ def test_a_candidate_cannot_plant_anything_for_the_next_candidate_or_the_judge(w
     assert "DETECTOR FOUND []" in after.log_tail
     namespaced = not any(f.code == "no_pid_namespace" for f in planted.findings)
     if namespaced:  # kernel_mcp's cache is read-only to candidates, apart from their own scratch
-        assert not any(f.code == "cache_writable" for f in planted.findings), planted.findings
+        assert not any(f.code == "files_writable" for f in planted.findings), planted.findings
         assert "PLANT WROTE" not in planted.log_tail, planted.log_tail
         assert "PLANT REFUSED" in planted.log_tail
         assert not (private_cache / "judges" / "PLANTED_ENTRY").exists()

@@ -55,8 +55,9 @@ def describe(entry: dict, asm: bool, out_dir: Path) -> KernelBuild:
                         constants=entry.get("constants") or {})
     if not build.ok:
         return build
-    artifacts = {k: Path(v) for k, v in (entry.get("artifacts") or {}).items()
-                 if isinstance(v, str) and Path(v).resolve().is_relative_to(out_dir.resolve())}
+    artifacts = {k: out_dir / v for k, v in (entry.get("artifacts") or {}).items()
+                 if isinstance(v, str) and v == Path(v).name and v not in ("", ".", "..")
+                 and (out_dir / v).is_file() and not (out_dir / v).is_symlink()}
     build.threads_per_block = int(entry["num_warps"]) * int(entry["warp_size"])
     build.shared_bytes = int(entry.get("shared") or 0)
     if parse(build.target).vendor == "nvidia":

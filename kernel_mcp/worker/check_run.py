@@ -125,10 +125,11 @@ def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: 
         result.findings.append(Finding(code="shared_segment", severity="warning", message=(
             "inputs are shared from the judge's general GPU memory pool (this torch has no "
             "torch.cuda.MemPool, or KERNEL_MCP_SHARE_POOL=0): IPC segments may also hold expected outputs")))
-    if session.isolated and not session.cache_read_only:
-        result.findings.append(Finding(code="cache_writable", severity="warning", message=(
-            "the candidate's mount namespace could not make kernel_mcp's cache read-only: the candidate could "
-            "write kernel builds, compile results and lease files there")))
+    open_paths = session.writable_to_host() if session.isolated else []
+    if open_paths:
+        result.findings.append(Finding(code="files_writable", severity="warning", message=(
+            "the candidate's mount namespace could not make these read-only, so the candidate could change "
+            f"them: {', '.join(map(str, open_paths))}")))
     if not session.isolated:
         result.findings.append(Finding(code="no_pid_namespace", severity="info", message=(
             "the candidate could not get its own PID namespace (needs root or user namespaces); its "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+import site
 import sys
 import threading
 from collections.abc import Iterator
@@ -58,7 +59,7 @@ class LocalRunner:
         if request.mode == "profile":
             timeout += 2 * request.settings.budget_s  # may overrun by a sample per shape; reference timed alone
         say = on_progress or (lambda *_: None)
-        with self._guarded(problem) as tampered:
+        with self._guarded(problem, Path(request.candidate)) as tampered:
             judge = self._take_judge(device, request.mode == "profile", say)
             try:
                 result = self._run_judge(judge, request, model, problem, device, timeout, say)
@@ -101,7 +102,7 @@ class LocalRunner:
         """One compile step in its own untrusted process, under the guard; ``device``: the GPU its candidate
         code runs on (recording), held shared. Builds never hold a device."""
         interpret = getattr(request, "device", "") == "cpu"
-        with self._guarded(problem) as tampered:
+        with self._guarded(problem, Path(request.candidate)) as tampered:
             process = self._take_step(interpret)
             on_gpu = device is not None and device.is_gpu
             held = lease.hold(device, exclusive=False, need_bytes=lease.memory_need(device, _problem_key(problem))) \
@@ -138,7 +139,7 @@ class LocalRunner:
         spec = json.dumps({"problem": str(problem.path), "candidate": str(candidate), "params": params,
                            "device": device.torch})
         token = secrets.token_hex(16)  # what the profiled candidate leaves behind is found by it, and killed
-        with self._guarded(problem) as tampered:
+        with self._guarded(problem, candidate, in_namespace=False) as tampered:  # ncu runs it unsealed
             with lease.hold(device, exclusive=True):
                 result.counters = run_counters([sys.executable, "-B", "-m", "kernel_mcp.worker.counter_target",
                                                 spec], sandbox.harness_env(**{sandbox.RUN_TOKEN_VAR: token}),
@@ -166,19 +167,22 @@ class LocalRunner:
 
     # --- bookkeeping ----------------------------------------------------------------------------------
     @contextmanager
-    def _guarded(self, problem: Problem) -> Iterator[list[str]]:
-        """Guard the problem's and kernel_mcp's files for the block; the list it yields receives what was
-        tampered with once the block ends. Warm processes are started again only when no candidate of
+    def _guarded(self, problem: Problem, candidate: Path, in_namespace: bool = True) -> Iterator[list[str]]:
+        """Guard the files the harness relies on for the block, unless candidates started ``in_namespace``
+        see them read-only (sandbox.seal_file_systems): then the workspace is never guarded, reverted or
+        quarantined, and agents and editors may change it at any time. The list yielded receives what
+        was tampered with once the block ends. Warm processes are started again only when no candidate of
         this runner is running, so none imports a file a candidate has changed and the guard not yet
         restored."""
         tampered: list[str] = []
-        guard = guard_for(problem)
+        guard = None if in_namespace and _sealed(problem, candidate) else guard_for(problem)
         with self._lock:
             self._in_flight += 1
         try:
             yield tampered
         finally:
-            tampered.extend(guard.restore())
+            if guard is not None:
+                tampered.extend(guard.restore())
             with self._lock:
                 self._in_flight -= 1
                 idle = self._in_flight == 0
@@ -216,6 +220,15 @@ class LocalRunner:
             self._judges, self._steps = {}, {}
         for process in spares:
             process.close()
+
+
+def _sealed(problem: Problem, candidate: Path) -> bool:
+    """Would a candidate see the problem, its own folder, kernel_mcp, its cache and every import path
+    read-only? (One probe per set of folders, kept for the process's life.)"""
+    from kernel_mcp.cache import cache_root
+    folders = [problem.folder, problem.folder.parent, candidate.resolve().parent, Path(sandbox.PACKAGE_ROOT),
+               cache_root(), *(Path(p) for p in sys.path if p), Path(site.getusersitepackages())]
+    return sandbox.sealed_for_candidates(tuple(sorted({str(f.resolve()) for f in folders if f.is_dir()})))
 
 
 def _problem_key(problem: Problem) -> str:

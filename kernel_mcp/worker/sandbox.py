@@ -1,17 +1,22 @@
 """Process hygiene for untrusted code: allowlisted environment, Linux hardening, killing whole trees.
 
 This is not a container. It stops the attacks DESIGN.md lists (secrets in the environment, reading the
-judge's memory or file descriptors, forged results, leftover daemons); it does not stop a hostile program
-running as your user from deleting your files. Run untrusted candidates in a container or VM.
+judge's memory or file descriptors, forged results, leftover daemons). Where the OS gives a process its own
+mount namespace, a candidate sees every file system read-only except its own scratch folders and /dev: it
+cannot change your workspace, kernel_mcp, the problem or another run's files. It can still read what your
+user can read. Run candidates you do not trust in a container or VM.
 """
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import re
 import resource
+import select
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -71,21 +76,18 @@ def namespaces_wanted() -> bool:
 
 
 def spawn_untrusted(argv: list[str], env: dict[str, str], cwd: Path, log, pass_fd: int,
-                    limit_address_space: int | None, isolate: bool) -> subprocess.Popen:
+                    limit_address_space: int | None, isolate: bool, writable: tuple[Path, ...] = ()) -> subprocess.Popen:
     """Start a process that will run candidate code: its own process group, PID and mount namespace where
-    the OS allows (kernel_mcp's cache read-only inside), no new privileges, no core dumps, output to
-    ``log``, one inherited fd (its socket to the trusted side)."""
-    from kernel_mcp.cache import cache_root
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)  # a folder must exist to be bound read-only
+    the OS allows (every file system read-only inside but ``cwd``, its scratch, and ``writable``), no new
+    privileges, no core dumps, output to ``log``, one inherited fd (its socket to the trusted side)."""
     return subprocess.Popen(argv, pass_fds=[pass_fd], env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
                             stderr=subprocess.STDOUT, process_group=0,
-                            preexec_fn=make_preexec(limit_address_space, isolate, (str(root),), (str(cwd),)))
+                            preexec_fn=make_preexec(limit_address_space, isolate, (str(cwd), *map(str, writable))))
 
 
 def new_scratch(prefix: str) -> Path:
-    """A private folder for one process that runs candidate code, inside kernel_mcp's cache: there the
-    mount namespace of every *other* such process shows it read-only (spawn_untrusted)."""
+    """A private folder for one process that runs candidate code, inside kernel_mcp's cache (read-only to
+    every *other* such process where mount namespaces work)."""
     from kernel_mcp.cache import cache_root
     parent = cache_root() / "scratch"
     parent.mkdir(parents=True, exist_ok=True)
@@ -115,11 +117,9 @@ _KEEP_CAPS = {14, 23, 24}  # CAP_IPC_LOCK (pinned memory), CAP_SYS_NICE, CAP_SYS
 _LAST_CAP = 63
 
 
-def make_preexec(limit_address_space: int | None, isolate: bool, read_only: tuple[str, ...] = (),
-                 writable: tuple[str, ...] = ()):
+def make_preexec(limit_address_space: int | None, isolate: bool, writable: tuple[str, ...] = ()):
     """``preexec_fn`` for a process that runs candidate code: runs in the child between fork and exec.
-    ``read_only``: folders the child sees read-only (where its own mount namespace can be made), except
-    the ``writable`` folders inside them (its own scratch)."""
+    ``writable``: the only folders it may write where its own mount namespace can be made (its scratch)."""
 
     def preexec() -> None:
         _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -127,7 +127,7 @@ def make_preexec(limit_address_space: int | None, isolate: bool, read_only: tupl
         if limit_address_space:
             resource.setrlimit(resource.RLIMIT_AS, (limit_address_space, limit_address_space))
         if isolate:
-            _enter_namespaces(read_only, writable)
+            _enter_namespaces(writable)
         if os.geteuid() == 0:  # root keeps its capabilities across exec unless they leave the bounding set
             for cap in range(_LAST_CAP + 1):
                 if cap not in _KEEP_CAPS:
@@ -136,19 +136,20 @@ def make_preexec(limit_address_space: int | None, isolate: bool, read_only: tupl
     return preexec
 
 
-def _enter_namespaces(read_only: tuple[str, ...] = (), writable: tuple[str, ...] = ()) -> None:
+def _enter_namespaces(writable: tuple[str, ...] = ()) -> None:
     """Make the process about to exec PID 1 of a new PID namespace with its own /proc, behind a small
-    trampoline.
+    trampoline, and give it a mount namespace in which every file system is read-only but ``writable``.
 
     When PID 1 of a namespace dies the kernel kills every process in it, so no daemon the candidate
     starts (double fork, setsid) outlives it; nothing inside can signal the judge or the caller, and its
     private /proc shows no process outside (no /proc/<caller>/environ, fd or mem to read).
     unshare(CLONE_NEWPID) only affects children, hence the fork: the child goes on to exec the host, the
     parent (still outside, the pid Popen knows) waits and mirrors its exit status. Root needs no user
-    namespace (unless it lacks CAP_SYS_ADMIN); other users do. Any failure leaves things as they were (the judge reads /proc and says so).
-    Each ``read_only`` folder is bound onto itself read-only in the new mount namespace: kernel_mcp's cache
-    (compile results, the judge's Triton cache, kernel caches and the scratch folders of other candidate
-    processes) stays out of reach; each ``writable`` folder inside it is bound back read-write.
+    namespace (unless it lacks CAP_SYS_ADMIN); other users do. Any failure leaves things as they were
+    (the trusted side reads /proc and says so: session.CandidateSession.writable_to_host).
+    Read-only everywhere (seal_file_systems) is what lets the workspace go unguarded: the problem, the
+    candidates of other agents, kernel_mcp, site-packages and kernel_mcp's cache (compile results, lease
+    files, other candidates' scratch) cannot be changed, so nothing has to be restored afterwards.
     """
     flags = CLONE_NEWPID | CLONE_NEWNS | (0 if os.geteuid() == 0 else CLONE_NEWUSER)
     # root without CAP_SYS_ADMIN (a container's default root) may still make a user namespace
@@ -156,13 +157,10 @@ def _enter_namespaces(read_only: tuple[str, ...] = (), writable: tuple[str, ...]
         return
     child = os.fork()
     if child == 0:
-        # private mounts first, so the new /proc is seen by this namespace only
+        # private mounts first, so the new /proc and the read-only remounts are seen by this namespace only
         if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) == 0:
             _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-            for folder in read_only:
-                _bind(folder.encode(), read_only=True)
-            for folder in writable:
-                _bind(folder.encode(), read_only=False)
+            seal_file_systems(writable)
         return
     os.closerange(3, 1 << 16)  # includes Popen's exec-status pipe: Popen returns now, as after an exec
     status = _wait_while_parent_lives(child)
@@ -172,19 +170,58 @@ def _enter_namespaces(read_only: tuple[str, ...] = (), writable: tuple[str, ...]
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def _wait_while_parent_lives(child: int, poll_s: float = 0.1) -> int:
+def _wait_while_parent_lives(child: int, poll_s: float = 0.5) -> int:
     """The trampoline's wait for the namespace's PID 1. If the process that started it dies first (a
     server killed mid-call), kill PID 1, which ends everything in the namespace: the work dies with
-    whoever asked for it. Returns the child's wait status."""
+    whoever asked for it. Returns the child's wait status. The child's exit wakes the wait at once (a
+    pidfd); the parent is looked at every ``poll_s``."""
     parent = os.getppid()
+    try:
+        exited = os.pidfd_open(child)
+    except OSError:  # kernels before 5.3: poll both
+        exited, poll_s = None, min(poll_s, 0.1)
     while True:
+        if exited is not None:
+            select.select([exited], [], [], poll_s)
         pid, status = os.waitpid(child, os.WNOHANG)
         if pid:
             return status
         if os.getppid() != parent:
             os.kill(child, signal.SIGKILL)
             return os.waitpid(child, 0)[1]
-        time.sleep(poll_s)
+        if exited is None:
+            time.sleep(poll_s)
+
+
+# Mounts left writable: device nodes (GPUs) and /dev/shm (shared memory). /proc and /sys are sealed too: a
+# root candidate without capabilities still passes the owner check of root's sysctl and cgroup files.
+UNSEALED = ("/dev",)
+
+
+def seal_file_systems(writable: tuple[str, ...]) -> None:
+    """In a mount namespace of our own: every mount read-only (UNSEALED aside), then each ``writable``
+    folder bound back read-write. Best effort, mount by mount: what could not be sealed shows in
+    /proc/<pid>/mountinfo, which the trusted side reads (writable_in)."""
+    for point in mount_points(Path("/proc/self/mountinfo")):
+        if not any(point == top or point.startswith(top + "/") for top in UNSEALED):
+            _remount(point.encode(), read_only=True)
+    for folder in writable:
+        encoded = folder.encode()
+        if _libc.mount(encoded, encoded, None, MS_BIND | MS_REC, None) == 0:
+            _remount(encoded, read_only=False)
+
+
+def mount_points(mountinfo: Path) -> list[str]:
+    """The mount points listed in a mountinfo file, in order (proc(5): field 5, octal escapes decoded)."""
+    try:
+        lines = mountinfo.read_text().splitlines()
+    except OSError:
+        return []
+    return [_unescape(line.split()[4]) for line in lines if len(line.split()) > 5]
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
 # statvfs flags a read-only remount must keep: in a user namespace the kernel refuses to drop them
@@ -192,26 +229,57 @@ _KEPT_FLAGS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_
                os.ST_NOATIME: 1024, os.ST_NODIRATIME: 2048, os.ST_RELATIME: 1 << 21}
 
 
-def _bind(folder: bytes, read_only: bool) -> None:
+def _remount(point: bytes, read_only: bool) -> None:
+    """Change one mount's own flags (a bind remount: the file system itself is untouched)."""
     try:
-        flags = os.statvfs(folder).f_flag
+        flags = os.statvfs(point).f_flag
     except OSError:
         return
     kept = sum(ms for st, ms in _KEPT_FLAGS.items() if flags & st)
-    if _libc.mount(folder, folder, None, MS_BIND | MS_REC, None) == 0:
-        _libc.mount(None, folder, None, MS_BIND | MS_REMOUNT | (MS_RDONLY if read_only else 0) | kept, None)
+    _libc.mount(None, point, None, MS_BIND | MS_REMOUNT | (MS_RDONLY if read_only else 0) | kept, None)
 
 
-def mounted_read_only(pid: int, folder: Path) -> bool:
-    """True if, in the mount namespace of ``pid``, ``folder`` is a mount point mounted read-only (read from
-    /proc by the trusted side: the bind in _enter_namespaces may have failed silently)."""
-    target = str(folder.resolve()).replace(" ", "\\040")
+def writable_in(pid: int, paths: list[Path]) -> list[Path]:
+    """Those of ``paths`` that ``pid`` could write to as far as mounts go: the mount in effect for a path
+    (the last listed of those at its longest mount-point prefix, in pid's mountinfo) is not read-only.
+    Read from /proc by the trusted side: the seal in _enter_namespaces may have failed silently."""
     try:
-        lines = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+        lines = [line.split() for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines()]
     except OSError:
+        return list(paths)
+    mounts = [(_unescape(fields[4]), fields[5].split(",")) for fields in lines if len(fields) > 5]
+    open_paths = []
+    for path in paths:
+        target = str(path.resolve())
+        best, options = -1, ["rw"]
+        for point, opts in mounts:
+            inside = target == point or target.startswith(point.rstrip("/") + "/")
+            if inside and len(point) >= best:
+                best, options = len(point), opts
+        if "ro" not in options:
+            open_paths.append(path)
+    return open_paths
+
+
+_PROBE = "import os, sys; sys.exit(any(not os.statvfs(p).f_flag & os.ST_RDONLY for p in sys.argv[1:]))"
+
+
+def sealed_for_candidates(paths: tuple[str, ...]) -> bool:
+    """True if a process started like a candidate (make_preexec) would see each of ``paths`` read-only:
+    then the runner has nothing to guard there. Asked of a real child once per set of paths (some
+    milliseconds): namespaces may be refused, or one file system may refuse a read-only remount."""
+    return namespaces_wanted() and _probe_seal(paths)
+
+
+@functools.lru_cache(maxsize=256)
+def _probe_seal(paths: tuple[str, ...]) -> bool:
+    try:
+        probe = subprocess.run([sys.executable, "-S", "-c", _PROBE, *paths], env={}, cwd="/",
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+                               preexec_fn=make_preexec(None, True))
+    except (OSError, subprocess.SubprocessError):
         return False
-    options = [line.split()[5].split(",") for line in lines if len(line.split()) > 5 and line.split()[4] == target]
-    return bool(options) and "ro" in options[-1]  # the last mount at a point is the one in effect
+    return probe.returncode == 0
 
 
 def in_own_pid_namespace(pid: int) -> bool:

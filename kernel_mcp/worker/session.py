@@ -88,6 +88,7 @@ class CandidateSession:
     def __init__(self, device_kind: str, run_token: str, profiler: bool = False):
         self.device, self.run_token, self.booted, self.cache_key = device_kind, run_token, False, ""
         self.boot_failure: Reply | None = None
+        self.sealed_paths: list[Path] = []
         self.timeout = 0.0
         self.scratch = sandbox.new_scratch("kmcp-candidate-")
         kernel_cache.prepare(self.scratch)
@@ -101,7 +102,8 @@ class CandidateSession:
         with open(self.log_path, "wb") as log:
             self.proc = sandbox.spawn_untrusted(
                 [sys.executable, "-B", "-P", "-m", "kernel_mcp.worker.candidate_host", str(host_end.fileno())],
-                self._environment(device_kind), self.scratch, log, host_end.fileno(), limit, sandbox.namespaces_wanted())
+                self._environment(device_kind), self.scratch, log, host_end.fileno(), limit, sandbox.namespaces_wanted(),
+                writable=(self.tmp,))
         host_end.close()
         self.conn.send({"authkey": _shared_authkey(), "profiler": profiler, "kind": device_kind})
 
@@ -123,6 +125,7 @@ class CandidateSession:
     def load(self, candidate: Path, problem_dirs: list[Path], extra_init: dict) -> None:
         """Hand the host its one candidate, with that candidate's kept kernel builds in its scratch."""
         self.cache_key = kernel_cache.key_for(candidate)
+        self.sealed_paths = [candidate.parent, *problem_dirs]
         kernel_cache.fill(self.cache_key, self.scratch)
         try:
             self.conn.send({"candidate": str(candidate), "problem_dirs": [str(p) for p in problem_dirs]})
@@ -152,11 +155,11 @@ class CandidateSession:
     def isolated(self) -> bool:
         return sandbox.in_own_pid_namespace(self.host_pid)
 
-    @property
-    def cache_read_only(self) -> bool:
-        """kernel_mcp's cache is read-only to the host, as spawn_untrusted meant it to be."""
+    def writable_to_host(self) -> list[Path]:
+        """What the host should see read-only (its candidate's and problem's folders, kernel_mcp and its
+        cache) but could write, as its mountinfo says."""
         from kernel_mcp.cache import cache_root
-        return sandbox.mounted_read_only(self.host_pid, cache_root())
+        return sandbox.writable_in(self.host_pid, [*self.sealed_paths, cache_root(), Path(sandbox.PACKAGE_ROOT)])
 
     @property
     def keeps_ptrace(self) -> bool:

@@ -48,9 +48,19 @@ class StepProcess:
         return self.proc.poll() is None
 
     def run(self, request, candidate: Path, timeout_s: float) -> StepReply:
-        """Send ``request``; the reply, or a failed one saying what happened (timeout, crash, malformed)."""
+        """Send ``request``; the reply, or a failed one saying what happened (timeout, crash, malformed).
+        A step that writes files (a build's ``out_dir``) writes them in its scratch, the only folder it
+        may write to; they are moved to the ``out_dir`` asked for afterwards."""
         self.cache_key = kernel_cache.key_for(candidate)
         kernel_cache.fill(self.cache_key, self.scratch)
+        wanted = getattr(request, "out_dir", None)
+        if wanted is None:
+            return self._exchange(request, timeout_s)
+        reply = self._exchange(request.model_copy(update={"out_dir": str(self.scratch / "out")}), timeout_s)
+        _move_files(self.scratch / "out", Path(wanted))
+        return reply
+
+    def _exchange(self, request, timeout_s: float) -> StepReply:
         try:
             self.conn.send_bytes(request.model_dump_json().encode())
         except OSError:
@@ -103,3 +113,12 @@ class StepProcess:
             kernel_cache.keep(self.cache_key, self.scratch)
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.log_path.unlink(missing_ok=True)
+
+
+def _move_files(source: Path, target: Path) -> None:
+    """The plain files a step wrote into ``source`` (no links, no folders, none over MAX_REPLY_BYTES), copied
+    into ``target`` by trusted code."""
+    target.mkdir(parents=True, exist_ok=True)
+    for item in source.iterdir() if source.is_dir() and not source.is_symlink() else []:
+        if not item.is_symlink() and item.is_file() and item.stat().st_size <= MAX_REPLY_BYTES:
+            shutil.copyfile(item, target / item.name)
