@@ -54,6 +54,14 @@ class Snapshot(SnapshotMeta):
     parent: str | None = None  # the snapshot this one was derived from
 
 
+def check_id(snapshot_id: str | None) -> None:
+    """A snapshot id is 4 to 40 hex characters (a prefix of one): anything else is refused before any
+    repository is opened, so the message is the same whether or not snapshots exist yet."""
+    if not re.fullmatch(r"[0-9a-f]{4,40}", snapshot_id or ""):
+        raise UsageError(f"bad snapshot id {shown(snapshot_id)}: give 4 to 40 hex characters of one "
+                         "(history lists them)")
+
+
 class Store:
     """The snapshots of one workspace (a directory; made a git repository if it is not one)."""
 
@@ -142,9 +150,7 @@ class Store:
         return [line for line in out.splitlines() if line]
 
     def get(self, snapshot_id: str) -> Snapshot:
-        if not re.fullmatch(r"[0-9a-f]{4,40}", snapshot_id or ""):
-            raise UsageError(f"bad snapshot id {shown(snapshot_id)}: give 4 to 40 hex characters of one "
-                             "(history lists them)")
+        check_id(snapshot_id)
         matches = [s for s in self.ids() if s.startswith(snapshot_id)]
         if len(matches) != 1:
             raise UsageError(f"no snapshot id {snapshot_id!r}" if not matches else

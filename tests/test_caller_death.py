@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +17,8 @@ from conftest import PROBLEMS, processes_of_cache, repo_pythonpath
 VECTOR_ADD = PROBLEMS / "vector_add"
 GRACE_S = 2.0  # the goal: nothing of the call is alive this long after its caller died
 
-# a candidate that says it is running (a file beside it: outside kernel_mcp's cache, so writable), starts
-# a daemon of its own, then takes far longer than the test waits
+# a candidate that says it is running (a file in /dev/shm, the one place outside its scratch it may write
+# where its file systems are sealed), starts a daemon of its own, then takes far longer than the test waits
 SLOW = textwrap.dedent('''
     import os, pathlib, time
     def _announce():
@@ -26,7 +27,7 @@ SLOW = textwrap.dedent('''
             if os.fork() == 0:
                 time.sleep(600)
             os._exit(0)
-        pathlib.Path(__file__).with_suffix(".started").write_text(str(os.getpid()))
+        pathlib.Path({started!r}).write_text(str(os.getpid()))
         time.sleep(600)
     {where}
 ''')
@@ -40,7 +41,9 @@ SLOW = textwrap.dedent('''
 def test_a_caller_killed_mid_call_leaves_no_process_of_that_call(tmp_path, call, where):
     cache = tmp_path / "cache"
     candidate = tmp_path / "slow.py"
-    candidate.write_text(SLOW.format(where=where))
+    started = Path("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp") / f"kernel_mcp_caller_death_{os.getpid()}_{call}"
+    started.unlink(missing_ok=True)
+    candidate.write_text(SLOW.format(where=where, started=str(started)))
     code = (f"from kernel_mcp.tools.{call} import {call}; " +
             (f"check({str(VECTOR_ADD)!r}, {str(candidate)!r}, device='cpu')" if call == "check" else
              f"compile({str(candidate)!r}, problem={str(VECTOR_ADD)!r})"))
@@ -49,7 +52,7 @@ def test_a_caller_killed_mid_call_leaves_no_process_of_that_call(tmp_path, call,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
-        while not candidate.with_suffix(".started").exists():
+        while not started.exists():
             assert caller.poll() is None, "the call ended before its candidate ran"
             assert time.monotonic() < deadline, "the candidate never started"
             time.sleep(0.1)
@@ -62,6 +65,7 @@ def test_a_caller_killed_mid_call_leaves_no_process_of_that_call(tmp_path, call,
         assert not left, f"{len(left)} process(es) of the call outlived their caller by {GRACE_S} s"
     finally:
         caller.kill()
+        started.unlink(missing_ok=True)
         for pid in processes_of_cache(cache):
             try:
                 os.kill(pid, signal.SIGKILL)

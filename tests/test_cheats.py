@@ -30,7 +30,8 @@ from conftest import REPO as ROOT, repo_pythonpath
 CHEATS = ROOT / "tests" / "cheats"
 VECTOR_ADD = ROOT / "problems" / "vector_add"
 MATMUL_FP32 = ROOT / "problems" / "matmul_fp32"
-STATE_DIR = Path("/tmp/kernel_mcp_cheats")  # where daemon fixtures write their pids (see _cheat_util.py)
+# where daemon fixtures write their pids (the same choice as _cheat_util.py's)
+STATE_DIR = Path("/dev/shm/kernel_mcp_cheats" if os.path.isdir("/dev/shm") else "/tmp/kernel_mcp_cheats")
 COPY_MARKER = ".kernel_mcp_cheats_copy"
 SECRET = "sk-test-secret-kernel-mcp"  # the fake API key secret_env.py looks for
 

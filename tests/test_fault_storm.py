@@ -56,18 +56,11 @@ AS_ORDINARY_USER = ("import ctypes, os, sys; libc = ctypes.CDLL(None); "
                     "os.execv(sys.executable, [sys.executable, '-m', 'kernel_mcp', *sys.argv[1:]])")
 
 
-def server_and_descendants(cache: Path) -> set[int]:
-    """The stdio server of this test (its environment names the cache) and every process below it: its warm
-    judge, host and step hosts, which stay between calls by design."""
-    needle = f"KERNEL_MCP_CACHE={cache}".encode()
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and b"serve" in (entry / "cmdline").read_bytes() and \
-                    needle in (entry / "environ").read_bytes().split(b"\0"):
-                return {int(entry.name), *proctree.descendants(int(entry.name))}
-        except OSError:
-            continue
-    return set()
+def server_and_descendants() -> set[int]:
+    """The stdio server of this test (a child of this process) and every process below it: its warm judge,
+    host and step hosts, which stay between calls by design. (Found through the process tree, not by
+    command line: once pids wrap around, a process the server forked may have a smaller pid than it.)"""
+    return set(proctree.descendants(os.getpid()))
 
 
 @pytest.mark.parametrize("user", ["root", "ordinary"])
@@ -96,7 +89,7 @@ def test_a_storm_of_candidates_through_one_server(tmp_path, user):
                         problems.append(f"{tool} {name}: the secret is in the answer")
                     if name in MUST_FAIL and tool != "compile" and (result.structured_content or {}).get("passed"):
                         problems.append(f"{tool} {name}: passed")
-                    left = sorted(set(processes_of_cache(cache)) - server_and_descendants(cache))
+                    left = sorted(set(processes_of_cache(cache)) - server_and_descendants())
                     if left:
                         names = [Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:150] for pid in left]
                         problems.append(f"{tool} {name}: {len(left)} process(es) left behind: {names}")
@@ -105,7 +98,10 @@ def test_a_storm_of_candidates_through_one_server(tmp_path, user):
             return await client.call_tool("evaluate", {"problem": "vector_add", "candidate": "honest_noisy_stdout.py",
                                                        **QUICK})
 
-    honest = asyncio.run(storm())
+    try:
+        honest = asyncio.run(storm())
+    except Exception as exc:  # the server went away: say what had been seen by then
+        raise AssertionError(f"the storm broke off ({exc!r}); seen before: {problems}") from exc
     assert not problems, problems
     assert not honest.is_error and honest.structured_content["passed"], text_of(honest)[:1000]
     leaked = [p for p in cache.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]

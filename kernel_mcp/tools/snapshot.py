@@ -112,6 +112,8 @@ def best_file(root: str | Path, problem: str, name: str | None = None) -> tuple[
 
 def diff(root: str | Path, a: str, b: str | None = None) -> str:
     """Unified diff from snapshot ``a`` to ``b`` (default: to the best snapshot of a's problem)."""
+    for snapshot_id in (a, b) if b is not None else (a,):
+        snapshots.check_id(snapshot_id)
     with Store(root, create=False) as store:
         first = store.get(a)
         if b is None:
@@ -124,6 +126,7 @@ def diff(root: str | Path, a: str, b: str | None = None) -> str:
 
 def restore(root: str | Path, snapshot_id: str, force: bool = False) -> list[str]:
     """Write a snapshot's files into the working tree (refuses to overwrite unsaved changes unless forced)."""
+    snapshots.check_id(snapshot_id)
     with Store(root, create=False) as store:
         return store.restore(store.get(snapshot_id), force=force)
 

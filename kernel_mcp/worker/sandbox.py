@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kernel_mcp.worker import mounts
 from kernel_mcp.worker.proctree import RUN_TOKEN_VAR
 
 # Exact names and prefixes a kernel build or run may need. Everything else (API keys, cloud credentials,
@@ -98,8 +99,6 @@ _libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 4, 36, 38, 24
 CAP_SYS_PTRACE = 19
 CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x10000000, 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
-MS_REC, MS_PRIVATE = 16384, 1 << 18
 
 
 def harden_trusted_process(reaper: bool = True) -> None:
@@ -147,7 +146,7 @@ def _enter_namespaces(writable: tuple[str, ...] = ()) -> None:
     parent (still outside, the pid Popen knows) waits and mirrors its exit status. Root needs no user
     namespace (unless it lacks CAP_SYS_ADMIN); other users do. Any failure leaves things as they were
     (the trusted side reads /proc and says so: session.CandidateSession.writable_to_host).
-    Read-only everywhere (seal_file_systems) is what lets the workspace go unguarded: the problem, the
+    Read-only everywhere (mounts.seal_file_systems) is what lets the workspace go unguarded: the problem, the
     candidates of other agents, kernel_mcp, site-packages and kernel_mcp's cache (compile results, lease
     files, other candidates' scratch) cannot be changed, so nothing has to be restored afterwards.
     """
@@ -158,9 +157,9 @@ def _enter_namespaces(writable: tuple[str, ...] = ()) -> None:
     child = os.fork()
     if child == 0:
         # private mounts first, so the new /proc and the read-only remounts are seen by this namespace only
-        if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) == 0:
-            _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-            seal_file_systems(writable)
+        if _libc.mount(None, b"/", None, mounts.MS_REC | mounts.MS_PRIVATE, None) == 0:
+            _libc.mount(b"proc", b"/proc", b"proc", mounts.MS_NOSUID | mounts.MS_NODEV | mounts.MS_NOEXEC, None)
+            mounts.seal_file_systems(writable)
         return
     os.closerange(3, 1 << 16)  # includes Popen's exec-status pipe: Popen returns now, as after an exec
     status = _wait_while_parent_lives(child)
@@ -191,74 +190,6 @@ def _wait_while_parent_lives(child: int, poll_s: float = 0.5) -> int:
             return os.waitpid(child, 0)[1]
         if exited is None:
             time.sleep(poll_s)
-
-
-# Mounts left writable: device nodes (GPUs) and /dev/shm (shared memory). /proc and /sys are sealed too: a
-# root candidate without capabilities still passes the owner check of root's sysctl and cgroup files.
-UNSEALED = ("/dev",)
-
-
-def seal_file_systems(writable: tuple[str, ...]) -> None:
-    """In a mount namespace of our own: every mount read-only (UNSEALED aside), then each ``writable``
-    folder bound back read-write. Best effort, mount by mount: what could not be sealed shows in
-    /proc/<pid>/mountinfo, which the trusted side reads (writable_in)."""
-    for point in mount_points(Path("/proc/self/mountinfo")):
-        if not any(point == top or point.startswith(top + "/") for top in UNSEALED):
-            _remount(point.encode(), read_only=True)
-    for folder in writable:
-        encoded = folder.encode()
-        if _libc.mount(encoded, encoded, None, MS_BIND | MS_REC, None) == 0:
-            _remount(encoded, read_only=False)
-
-
-def mount_points(mountinfo: Path) -> list[str]:
-    """The mount points listed in a mountinfo file, in order (proc(5): field 5, octal escapes decoded)."""
-    try:
-        lines = mountinfo.read_text().splitlines()
-    except OSError:
-        return []
-    return [_unescape(line.split()[4]) for line in lines if len(line.split()) > 5]
-
-
-def _unescape(field: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-# statvfs flags a read-only remount must keep: in a user namespace the kernel refuses to drop them
-_KEPT_FLAGS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC,
-               os.ST_NOATIME: 1024, os.ST_NODIRATIME: 2048, os.ST_RELATIME: 1 << 21}
-
-
-def _remount(point: bytes, read_only: bool) -> None:
-    """Change one mount's own flags (a bind remount: the file system itself is untouched)."""
-    try:
-        flags = os.statvfs(point).f_flag
-    except OSError:
-        return
-    kept = sum(ms for st, ms in _KEPT_FLAGS.items() if flags & st)
-    _libc.mount(None, point, None, MS_BIND | MS_REMOUNT | (MS_RDONLY if read_only else 0) | kept, None)
-
-
-def writable_in(pid: int, paths: list[Path]) -> list[Path]:
-    """Those of ``paths`` that ``pid`` could write to as far as mounts go: the mount in effect for a path
-    (the last listed of those at its longest mount-point prefix, in pid's mountinfo) is not read-only.
-    Read from /proc by the trusted side: the seal in _enter_namespaces may have failed silently."""
-    try:
-        lines = [line.split() for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines()]
-    except OSError:
-        return list(paths)
-    mounts = [(_unescape(fields[4]), fields[5].split(",")) for fields in lines if len(fields) > 5]
-    open_paths = []
-    for path in paths:
-        target = str(path.resolve())
-        best, options = -1, ["rw"]
-        for point, opts in mounts:
-            inside = target == point or target.startswith(point.rstrip("/") + "/")
-            if inside and len(point) >= best:
-                best, options = len(point), opts
-        if "ro" not in options:
-            open_paths.append(path)
-    return open_paths
 
 
 _PROBE = "import os, sys; sys.exit(any(not os.statvfs(p).f_flag & os.ST_RDONLY for p in sys.argv[1:]))"

@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from kernel_mcp.worker import channel, kernel_cache, proctree, sandbox
+from kernel_mcp.worker import channel, kernel_cache, mounts, proctree, sandbox
 
 LOG_TAIL = 3000
 WATCHDOG_GRACE_S = 5.0  # beyond the caller's timeout, before the watchdog kills a stuck candidate
@@ -159,7 +159,7 @@ class CandidateSession:
         """What the host should see read-only (its candidate's and problem's folders, kernel_mcp and its
         cache) but could write, as its mountinfo says."""
         from kernel_mcp.cache import cache_root
-        return sandbox.writable_in(self.host_pid, [*self.sealed_paths, cache_root(), Path(sandbox.PACKAGE_ROOT)])
+        return mounts.writable_in(self.host_pid, [*self.sealed_paths, cache_root(), Path(sandbox.PACKAGE_ROOT)])
 
     @property
     def keeps_ptrace(self) -> bool:

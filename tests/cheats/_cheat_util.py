@@ -4,7 +4,9 @@ import ctypes
 import os
 import time
 
-STATE_DIR = "/tmp/kernel_mcp_cheats"
+# where daemons report (pids, heartbeats): a folder the tests can read, in /dev/shm, the one place outside its
+# scratch a candidate may write where its file systems are sealed read-only (worker/sandbox.py)
+STATE_DIR = "/dev/shm/kernel_mcp_cheats" if os.path.isdir("/dev/shm") else "/tmp/kernel_mcp_cheats"
 
 
 def write_atomic(path, text):

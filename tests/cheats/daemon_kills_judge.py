@@ -7,7 +7,7 @@ harness walks, and lives on. It also zeroes its environment block, so that a swe
 carry the run's environment variable (proctree.kill_by_token) misses it. After the caller has restored
 the guarded files, it rewrites the problem's reference.py so that ref_kernel computes ``a - b``: the next
 check of a wrong candidate (tests/cheats/wrong_a_minus_b.py) would then pass. Writes its pid and a
-"tampered" marker under /tmp/kernel_mcp_cheats/. (Only processes whose command line is kernel_mcp's
+"tampered" marker in _cheat_util.STATE_DIR. (Only processes whose command line is kernel_mcp's
 judge are signalled, and only a problem copy carrying the tests' marker file is rewritten.)
 """
 import importlib.util

@@ -1,0 +1,88 @@
+"""Mounts in a candidate's own mount namespace: every file system read-only but its scratch (the seal),
+and the trusted side's reading of what a process can write (its /proc/<pid>/mountinfo, proc(5))."""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+from pathlib import Path
+
+_libc = ctypes.CDLL(None, use_errno=True)
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
+MS_REC, MS_PRIVATE = 16384, 1 << 18
+
+# Mounts left writable: device nodes (GPUs), /dev/shm (shared memory) and the namespace's own /proc (the
+# CUDA driver fails with error 304 without it: measured on the H200). Its kernel-wide parts are sealed
+# like /sys: a root candidate without capabilities still passes the owner check of root's sysctl and
+# cgroup files.
+UNSEALED = ("/dev", "/proc")
+SEALED_IN_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
+
+
+def seal_file_systems(writable: tuple[str, ...]) -> None:
+    """In a mount namespace of our own: every mount read-only (UNSEALED aside), then each ``writable``
+    folder bound back read-write. Best effort, mount by mount: what could not be sealed shows in
+    /proc/<pid>/mountinfo, which the trusted side reads (writable_in)."""
+    for point in mount_points(Path("/proc/self/mountinfo")):
+        if not any(point == top or point.startswith(top + "/") for top in UNSEALED):
+            _remount(point.encode(), read_only=True)
+    for path in SEALED_IN_PROC:
+        _bind(path.encode(), read_only=True)
+    for folder in writable:
+        _bind(folder.encode(), read_only=False)
+
+
+def _bind(path: bytes, read_only: bool) -> None:
+    """``path`` bound onto itself, so that it gets mount flags of its own."""
+    if _libc.mount(path, path, None, MS_BIND | MS_REC, None) == 0:
+        _remount(path, read_only)
+
+
+def mount_points(mountinfo: Path) -> list[str]:
+    """The mount points listed in a mountinfo file, in order (proc(5): field 5, octal escapes decoded)."""
+    try:
+        lines = mountinfo.read_text().splitlines()
+    except OSError:
+        return []
+    return [_unescape(line.split()[4]) for line in lines if len(line.split()) > 5]
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+# statvfs flags a read-only remount must keep: in a user namespace the kernel refuses to drop them
+_KEPT_FLAGS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC,
+               os.ST_NOATIME: 1024, os.ST_NODIRATIME: 2048, os.ST_RELATIME: 1 << 21}
+
+
+def _remount(point: bytes, read_only: bool) -> None:
+    """Change one mount's own flags (a bind remount: the file system itself is untouched)."""
+    try:
+        flags = os.statvfs(point).f_flag
+    except OSError:
+        return
+    kept = sum(ms for st, ms in _KEPT_FLAGS.items() if flags & st)
+    _libc.mount(None, point, None, MS_BIND | MS_REMOUNT | (MS_RDONLY if read_only else 0) | kept, None)
+
+
+def writable_in(pid: int, paths: list[Path]) -> list[Path]:
+    """Those of ``paths`` that ``pid`` could write to as far as mounts go: the mount in effect for a path
+    (the last listed of those at its longest mount-point prefix, in pid's mountinfo) is not read-only.
+    Read from /proc by the trusted side: the seal in _enter_namespaces may have failed silently."""
+    try:
+        lines = [line.split() for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines()]
+    except OSError:
+        return list(paths)
+    mounts = [(_unescape(fields[4]), fields[5].split(",")) for fields in lines if len(fields) > 5]
+    open_paths = []
+    for path in paths:
+        target = str(path.resolve())
+        best, options = -1, ["rw"]
+        for point, opts in mounts:
+            inside = target == point or target.startswith(point.rstrip("/") + "/")
+            if inside and len(point) >= best:
+                best, options = len(point), opts
+        if "ro" not in options:
+            open_paths.append(path)
+    return open_paths
