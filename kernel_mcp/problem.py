@@ -124,7 +124,7 @@ def _load_folder(folder: Path) -> Problem:
 def _load_kernelbench(file: Path) -> Problem:
     _require_functions(file, file.stem, ("Model", "get_inputs", "get_init_inputs"))
     doc = ast.get_docstring(ast.parse(file.read_text())) or ""
-    return Problem(name=file.stem, path=file, kind="kernelbench", spec=KernelMcpSpec(),
+    return Problem(name=file.stem, path=file, kind="kernelbench", spec=KernelMcpSpec(precision="torch_defaults"),
                    tests=[dict(t) for t in KERNELBENCH_DEFAULT_TESTS],
                    benchmarks=[dict(b) for b in KERNELBENCH_DEFAULT_BENCHMARKS], description=doc)
 

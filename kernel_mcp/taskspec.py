@@ -81,6 +81,11 @@ class KernelMcpSpec(_Strict):
     fresh_seeds: int = Field(1, ge=1, le=16, description="secret-seeded copies of each test per check")
     output_args: list[int] | None = Field(
         None, description="indices of inputs that are output buffers (auto-detected when absent)")
+    precision: Literal["strict", "torch_defaults"] | None = Field(
+        None, description="the numeric settings the reference runs under: 'strict' (no TF32 anywhere) or "
+        "'torch_defaults' (what PyTorch does by default, e.g. TF32 cuDNN convolutions on NVIDIA GPUs). "
+        "Default: torch_defaults for KernelBench files, whose references are written for PyTorch's defaults; "
+        "strict otherwise")
 
     @field_validator("flops", "bytes")
     @classmethod

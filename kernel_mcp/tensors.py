@@ -54,8 +54,8 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _raw(t: torch.Tensor) -> torch.Tensor:
-    t = t.detach().contiguous()
-    return t.view(torch.uint8) if t.numel() else t.reshape(-1).to(torch.uint8)
+    flat = t.detach().contiguous().reshape(-1)  # 1-D first: a 0-dim tensor (a loss) cannot be viewed as bytes
+    return flat.view(torch.uint8) if flat.numel() else flat.to(torch.uint8)
 
 
 def poison_(t: torch.Tensor, generator: torch.Generator | None = None) -> None:

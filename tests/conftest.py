@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,21 @@ REPO = Path(__file__).resolve().parent.parent
 PROBLEMS = REPO / "problems"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CUDA_FIXTURE = FIXTURES / "cuda" / "add_inline.py"  # vector_add in CUDA C++ through load_inline
+# where daemon and leak fixtures report (tests/cheats/_cheat_util.py): shared memory, the one place a candidate
+# may write outside its scratch where its file systems are sealed; one folder per user (another user's files
+# there cannot be removed). Candidates learn it from their environment (KERNEL_MCP_* variables reach them).
+CHEATS_STATE = Path("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp") / f"kernel_mcp_cheats-{os.getuid()}"
+os.environ["KERNEL_MCP_TEST_STATE_DIR"] = str(CHEATS_STATE)
+
+
+def kernelbench_files(folder: Path, source: str, variant_forward: str) -> tuple[Path, Path, Path]:
+    """A KernelBench problem file written from ``source``; its own Model as a candidate (ModelNew = Model,
+    which must pass); and a candidate whose ModelNew is Model with ``variant_forward`` (a whole method)."""
+    problem, own, variant = folder / "problem.py", folder / "own_model.py", folder / "variant.py"
+    problem.write_text(source)
+    own.write_text(source + "\nModelNew = Model\n")
+    variant.write_text(source + "\nclass ModelNew(Model):\n" + textwrap.indent(textwrap.dedent(variant_forward), "    "))
+    return problem, own, variant
 
 
 def repo_pythonpath() -> str:

@@ -26,12 +26,11 @@ import pytest
 from kernel_mcp.results import CheckResult
 from kernel_mcp.tools.check import check
 
-from conftest import REPO as ROOT, repo_pythonpath
+from conftest import CHEATS_STATE, REPO as ROOT, repo_pythonpath
 CHEATS = ROOT / "tests" / "cheats"
 VECTOR_ADD = ROOT / "problems" / "vector_add"
 MATMUL_FP32 = ROOT / "problems" / "matmul_fp32"
-# where daemon fixtures write their pids (the same choice as _cheat_util.py's)
-STATE_DIR = Path("/dev/shm/kernel_mcp_cheats" if os.path.isdir("/dev/shm") else "/tmp/kernel_mcp_cheats")
+STATE_DIR = CHEATS_STATE  # where daemon fixtures write their pids and markers
 COPY_MARKER = ".kernel_mcp_cheats_copy"
 SECRET = "sk-test-secret-kernel-mcp"  # the fake API key secret_env.py looks for
 
@@ -113,7 +112,7 @@ def cli(args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT, ti
 
 
 def minimal_env(**extra: str) -> dict[str, str]:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "KERNEL_MCP_TEST_STATE_DIR") if k in os.environ}
     # keep the machine's own extra package folders (the GPU machine installs dependencies under one)
     env["PYTHONPATH"] = repo_pythonpath()
     if "PYTHONPATH" in extra:
@@ -348,14 +347,16 @@ def test_a_compile_steps_candidate_cannot_read_the_callers_key(tmp_path, namespa
     """`kernel-mcp compile` run with an ordinary user's capabilities, with its own PID namespace for the step
     where it can be made and without one (KERNEL_MCP_PID_NAMESPACE=0: the step then sees the caller in
     /proc, and only the caller's being non-dumpable keeps its environment closed)."""
-    seen = STATE_DIR / "compile_secret_env.seen"
+    seen, ran = STATE_DIR / "compile_secret_env.seen", STATE_DIR / "compile_secret_env.ran"
     seen.unlink(missing_ok=True)
+    ran.unlink(missing_ok=True)
     env = minimal_env(ANTHROPIC_API_KEY=SECRET, KERNEL_MCP_CACHE=str(tmp_path / "cache"),
                       KERNEL_MCP_PID_NAMESPACE=namespaces)
     done = subprocess.run([sys.executable, "-m", "kernel_mcp", "compile", str(CHEATS / "compile_secret_env.py"),
                            "--problem", str(VECTOR_ADD), "--json"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300, preexec_fn=_like_an_ordinary_user)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert ran.exists(), "the fixture never ran, or could not report (the test would prove nothing)"
     assert not seen.exists(), "the compile step's candidate read the caller's API key"
     assert SECRET not in done.stdout + done.stderr
 

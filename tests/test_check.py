@@ -9,7 +9,7 @@ import pytest
 from kernel_mcp.results import UsageError
 from kernel_mcp.tools.check import check
 
-from conftest import FIXTURES
+from conftest import FIXTURES, kernelbench_files
 
 KB = FIXTURES / "kernelbench"
 
@@ -129,3 +129,105 @@ def test_float64_task_rejects_a_float32_answer(tmp_path):
     (folder / "ok.py").write_text("def custom_kernel(data):\n    return data[0] * 3\n")
     assert check(folder, folder / "low.py", device="cpu").verdict == "fail: structure"
     assert check(folder, folder / "ok.py", device="cpu").passed
+
+
+# --- KernelBench patterns at small size (the real files are large: ../shared/benchmarks, issue 13) --------
+MSE_LOSS = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.mean((predictions - targets) ** 2)  # a 0-dim output, like KernelBench's losses
+
+def get_inputs():
+    return [torch.rand(64, 128), torch.rand(64, 128)]
+
+def get_init_inputs():
+    return []
+"""
+
+BATCHNORM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.linear = nn.Linear(features, features)
+        self.norm = nn.BatchNorm1d(features)
+
+    def forward(self, x):
+        return self.norm(self.linear(x))
+
+def get_inputs():
+    return [torch.randn(32, 16) * 3 + 1]
+
+def get_init_inputs():
+    return [16]
+"""
+
+
+def test_a_kernelbench_loss_with_a_0_dim_output_is_judged(tmp_path):
+    problem, own, mean_abs = kernelbench_files(tmp_path, MSE_LOSS, """
+        def forward(self, p, t):
+            return torch.mean((p - t).abs())
+    """)
+    result = check(problem, own, device="cpu")
+    assert result.passed, result
+    assert check(problem, mean_abs, device="cpu").verdict == "fail: mismatch"
+
+
+def test_kernelbench_models_run_in_the_same_mode(tmp_path):
+    """KernelBench builds Model and ModelNew alike and runs both in training mode: BatchNorm normalises by
+    the batch's statistics. The own Model passes; a candidate that computes the eval-mode function (the
+    running statistics of a fresh layer) fails; the result says which mode."""
+    problem, own, eval_mode = kernelbench_files(tmp_path, BATCHNORM, """
+        def forward(self, x):
+            return self.norm.eval()(self.linear(x))
+    """)
+    result = check(problem, own, device="cpu")
+    assert result.passed, result
+    assert any(f.code == "kernelbench_mode" and "training mode" in f.message for f in result.findings), result
+    assert check(problem, eval_mode, device="cpu").verdict == "fail: mismatch"
+
+
+SCRATCH_REFERENCE = """
+    import torch
+    def generate_input(n, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(n, generator=g), torch.randn(n, generator=g), torch.empty(n)
+    def ref_kernel(data):
+        a, b, _ = data  # GPU MODE's pattern: the output buffer is handed over, the reference ignores it
+        return a + b
+"""
+
+
+@pytest.mark.parametrize("name, body, verdict", [
+    ("fills_the_scratch", "a, b, out = data\n    torch.add(a, b, out=out)\n    return out", "pass"),
+    ("returns_it_unfilled", "return data[2]", "fail: mismatch"),
+    ("writes_an_input_the_reference_reads", "a, b, out = data\n    a.add_(b)\n    return a.clone()", "fail: mutation"),
+])
+def test_an_input_the_reference_never_reads_is_scratch(tmp_path, name, body, verdict):
+    folder = make_problem(tmp_path, SCRATCH_REFERENCE)
+    candidate = tmp_path / f"{name}.py"
+    candidate.write_text(f"import torch\ndef custom_kernel(data):\n    {body}\n")
+    result = check(folder, candidate, device="cpu")
+    assert result.verdict == verdict, result
+    if verdict == "pass":
+        assert any("inputs [2] are scratch" in f.message for f in result.findings), result.findings
+
+
+def test_the_precision_contract_sets_the_judges_numerics():
+    """strict: no TF32 in the judge (an fp32 problem's honest reference is fp32); torch_defaults: PyTorch's
+    own defaults, which a candidate process also gets; KernelBench files default to the latter."""
+    import torch
+    from kernel_mcp.problem import load_problem
+    from kernel_mcp.worker import numerics
+    assert numerics.apply("strict", "cpu") == ""
+    assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+    numerics.apply("torch_defaults", "cpu")
+    assert torch.backends.cudnn.allow_tf32 == numerics.DEFAULT_CUDNN_TF32
+    assert torch.backends.cuda.matmul.allow_tf32 == numerics.DEFAULT_MATMUL_TF32
+    assert load_problem(KB / "linear_gelu.py").spec.precision == "torch_defaults"
+    assert load_problem(FIXTURES / "gpumode" / "scale_shift").spec.precision is None  # strict

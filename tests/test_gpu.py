@@ -4,7 +4,7 @@ import pytest
 
 from kernel_mcp.tools.check import check
 
-from conftest import FIXTURES, PROBLEMS
+from conftest import FIXTURES, PROBLEMS, kernelbench_files
 
 pytestmark = pytest.mark.gpu
 
@@ -64,3 +64,37 @@ def test_without_the_private_pool_the_scavenger_would_pass(monkeypatch):
     result = check(PROBLEMS / "vector_add", SCAVENGER, device="cuda")
     assert "shared_segment" in {f.code for f in result.findings}
     assert result.passed, "the scavenger found nothing even without the private pool"
+
+
+CONV = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(64, 128, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+def get_inputs():
+    return [torch.randn(16, 64, 56, 56)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_kernelbench_convolution_holds_its_own_model_to_the_references_numerics(tmp_path):
+    """PyTorch runs fp32 convolutions with TF32 by default, and a KernelBench reference is written for
+    that: its own Model passes (the result says TF32 was allowed); a bf16 convolution, less accurate than
+    the reference, fails; a bundled strict problem keeps TF32 off (test_check / matmul_fp32's solutions)."""
+    problem, own, bf16 = kernelbench_files(tmp_path, CONV, """
+        def forward(self, x):
+            return self.conv.to(torch.bfloat16)(x.bfloat16()).float()
+    """)
+    result = check(problem, own, device="cuda")
+    assert result.passed, result
+    assert any(f.code == "precision" and "TF32" in f.message for f in result.findings), result.findings
+    assert check(problem, bf16, device="cuda").verdict == "fail: mismatch"

@@ -3,7 +3,7 @@
 Processes, trust decreasing inward:
 
 caller (CLI, MCP server; never imports problem or candidate code) holds a *runner* (runner.py): it
-  guards the files the harness relies on, takes the device's lease (lease.py: exclusive for timing, shared
+  guards the files the harness relies on where candidates could write them, takes the device's lease (lease.py: exclusive for timing, shared
   for checks while their memory fits), starts the processes below and reads their results. Messages
   are typed (protocol.py) and validated where they arrive.
   -> judge (``judge.py``; trusted): started isolated (``python -S -I``), non-dumpable. Boots first
@@ -20,6 +20,7 @@ caller (CLI, MCP server; never imports problem or candidate code) holds a *runne
      Triton launches, build them per target, capture C++ sources) for one candidate, JSON over a socket.
 
 Every untrusted process (sandbox.py): allowlisted environment, a scratch HOME, its own kernel build caches
-(kernel_cache.py), its own PID and mount namespace where the OS allows (kernel_mcp's cache read-only
-inside), limits, a run token; it is killed with its whole tree afterwards.
+(kernel_cache.py), its own PID and mount namespace where the OS allows (every file system read-only
+inside but its scratch and /dev: mounts.py), limits, a run token; it is killed with its whole tree
+afterwards.
 """

@@ -45,6 +45,7 @@ def _kernel_from(module: Any, init: dict, device: str) -> Callable:
     torch.manual_seed(kb["seed"])  # same seed as the judge's Model, for weights it cannot share by name
     model = module.ModelNew(*kb["init_inputs"]).to(device)
     model.load_state_dict(kb["state_dict"], strict=False)
+    model.train(bool(kb.get("training", True)))  # the reference Model's mode
 
     def run(data: tuple) -> Any:
         with torch.no_grad():

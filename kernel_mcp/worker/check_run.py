@@ -11,6 +11,7 @@ import torch
 from kernel_mcp import tensors
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CaseResult, CheckResult, Finding
+from kernel_mcp.worker import numerics
 from kernel_mcp.worker.outputs import compare_output, extra_checks, output_integrity, resolve_input_refs
 from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime
 from kernel_mcp.worker.session import CandidateSession
@@ -59,10 +60,11 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
     the problem itself is broken (the result then says why)."""
     request, device = judging.request, judging.device.torch
     problem = load_problem(request.problem)
-    torch.backends.cuda.matmul.allow_tf32 = False  # the honest task-dtype reference must be honest
-    torch.backends.cudnn.allow_tf32 = False
     result = CheckResult(passed=False, verdict="", problem=problem.name, candidate=request.candidate,
                          device=device, findings=list(problem.warnings))
+    contract = numerics.apply(problem.spec.precision or "strict", device)
+    if contract:
+        result.findings.append(Finding(code="precision", severity="info", message=contract))
     try:
         runtime = ReferenceRuntime(problem, device)
     except Exception as exc:  # noqa: BLE001  (a broken reference is the problem's fault, reported as such)
@@ -108,6 +110,8 @@ def _run_cases(runtime: ReferenceRuntime, session: CandidateSession, cases: list
         result.verdict = f"fail: {failure.kind} on import"
         return
     _note_sandbox(runtime, session, result)
+    if runtime.problem.kind == "kernelbench":
+        result.findings.append(Finding(code="kernelbench_mode", severity="info", message=runtime.kernelbench_mode()))
     for i, case in enumerate(cases):
         reporter.progress(case.name, i, len(cases))
         case_result = _judge_case(runtime, session, case, i, result)
@@ -140,9 +144,12 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
                 result: CheckResult) -> CaseResult:
     data = rt.generate(case.params)
     if case_id == 0 and rt.detect_output_args(data):
+        buffers = [i for i in rt.output_args if i not in rt.scratch_args]
+        kinds = ([f"inputs {buffers} are output buffers (the reference writes or returns them)"] if buffers else []) + \
+            ([f"inputs {rt.scratch_args} are scratch (the reference never reads them)"] if rt.scratch_args else [])
         result.findings.append(Finding(code="output_buffers", severity="info", message=(
-            f"inputs {rt.output_args} are output buffers (the reference writes them): they are filled with "
-            "NaN/random values before each call and may be written and returned")))
+            "; ".join(kinds) + ": they are filled with NaN/random values before each call and may be written "
+            "and returned")))
     rt.poison_outputs(data)
     pristine = tensors.clone(data)
     reference = rt.expected(pristine, case.params)

@@ -17,7 +17,6 @@ import marshal
 import shutil
 import site
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,7 +25,6 @@ from kernel_mcp.results import Finding
 
 IMPORTABLE = {".py", ".pyc", ".so", ".pth"}
 ALWAYS_DANGEROUS = {"task", "utils", "reference", "sitecustomize", "usercustomize", "kernel_mcp"}
-QUARANTINE = Path(tempfile.gettempdir()) / "kernel_mcp-quarantine"
 PYC_HEADER = 16  # bytes: magic, flags, source mtime, source size (PEP 552)
 
 
@@ -34,9 +32,17 @@ def package_dir() -> Path:
     return Path(kernel_mcp.__file__).resolve().parent
 
 
+def quarantine_dir() -> Path:
+    """Where changed content and planted files go: kernel_mcp's cache, which is the user's own (a folder
+    in /tmp could belong to another user, or be a link another user planted) and read-only to candidates."""
+    from kernel_mcp.cache import cache_root
+    return cache_root() / "quarantine"
+
+
 def _quarantine(path: Path, content: bytes | None = None) -> Path:
-    QUARANTINE.mkdir(parents=True, exist_ok=True)
-    target = QUARANTINE / f"{time.time_ns()}-{path.name}"
+    folder = quarantine_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{time.time_ns()}-{path.name}"
     if content is None:
         shutil.move(str(path), target)
     else:

@@ -64,6 +64,7 @@ class ReferenceRuntime:
             self._init_kernelbench()
         self.check_implementation = getattr(self.module, "check_implementation", None)
         self.output_args: list[int] = list(problem.spec.output_args or [])
+        self.scratch_args: list[int] = []  # of output_args: inputs the reference never reads
         self._share_pool = _private_pool(device)
 
     def share_copy(self, pristine: Any) -> Any:
@@ -86,7 +87,9 @@ class ReferenceRuntime:
         self.init_inputs = list(self.module.get_init_inputs())
         self.model_seed = 42
         torch.manual_seed(self.model_seed)
-        self.model = self.module.Model(*self.init_inputs).to(self.device).eval()
+        # left in the mode it is built in (training), as KernelBench's own harness runs Model and ModelNew:
+        # BatchNorm then normalises by the batch's statistics; ModelNew is put in the same mode
+        self.model = self.module.Model(*self.init_inputs).to(self.device)
         self.model64 = copy.deepcopy(self.model).to(torch.float64)
         self._takes_device = False
 
@@ -95,7 +98,14 @@ class ReferenceRuntime:
         if self.problem.kind != "kernelbench":
             return {}
         state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
-        return {"kernelbench": {"init_inputs": self.init_inputs, "state_dict": state, "seed": self.model_seed}}
+        return {"kernelbench": {"init_inputs": self.init_inputs, "state_dict": state, "seed": self.model_seed,
+                                "training": self.model.training}}
+
+    def kernelbench_mode(self) -> str:
+        """The mode both models run in, as a result states it."""
+        mode = "training" if self.model.training else "eval"
+        return (f"Model and ModelNew run in {mode} mode, as KernelBench runs them, with the same parameters and "
+                "buffers" + (" (BatchNorm uses each batch's statistics)" if self.model.training else ""))
 
     # --- inputs --------------------------------------------------------------------------------------
     def generate(self, params: dict[str, Any]) -> Any:
@@ -115,8 +125,11 @@ class ReferenceRuntime:
         return self._ref(data)
 
     def detect_output_args(self, data: Any) -> list[int]:
-        """Inputs that are really output buffers (GPU MODE passes some): those the reference writes
-        into or returns. The candidate may write and return those, and only those."""
+        """Inputs the candidate may write and return (the rest must stay unchanged): output buffers (GPU
+        MODE passes some), those the reference writes into or returns; and scratch, those whose contents
+        the reference never reads (GPU MODE's ``torch.empty`` buffer that ``ref_kernel`` ignores: poisoned,
+        it leaves the reference's output bit for bit unchanged). Both are poisoned before every call, so
+        one returned unwritten is wrong."""
         if self.output_args or self.problem.kind == "kernelbench":
             return self.output_args
         trial, before = tensors.clone(data), tensors.clone(data)
@@ -126,8 +139,19 @@ class ReferenceRuntime:
         for i, ((_, new), (_, old)) in enumerate(zip(tensors.leaves(trial), tensors.leaves(before))):
             if not tensors.same_bytes(new, old) or new.untyped_storage().data_ptr() in out_ptrs:
                 found.append(i)
-        self.output_args = found
-        return found
+        del trial, out
+        self.scratch_args = [i for i, (_, t) in enumerate(tensors.leaves(before))
+                             if i not in found and t.numel() and self._never_read(before, i)]
+        self.output_args = sorted(found + self.scratch_args)
+        return self.output_args
+
+    def _never_read(self, pristine: Any, index: int) -> bool:
+        """Does the reference's output stay bit for bit the same when input ``index`` is poisoned? (A
+        reference that is not deterministic makes every input count as read: the safe side.)"""
+        plain, poisoned = tensors.clone(pristine), tensors.clone(pristine)
+        tensors.poison_(tensors.leaves(poisoned)[index][1])
+        want, got = tensors.leaves(self.ref_kernel(plain)), tensors.leaves(self.ref_kernel(poisoned))
+        return len(want) == len(got) and all(tensors.same_bytes(a, b) for (_, a), (_, b) in zip(want, got))
 
     def poison_outputs(self, data: Any) -> None:
         leaves = tensors.leaves(data)

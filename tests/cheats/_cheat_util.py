@@ -4,9 +4,9 @@ import ctypes
 import os
 import time
 
-# where daemons report (pids, heartbeats): a folder the tests can read, in /dev/shm, the one place outside its
-# scratch a candidate may write where its file systems are sealed read-only (worker/sandbox.py)
-STATE_DIR = "/dev/shm/kernel_mcp_cheats" if os.path.isdir("/dev/shm") else "/tmp/kernel_mcp_cheats"
+# where daemons report (pids, heartbeats, markers): chosen by the tests (conftest.CHEATS_STATE) and passed in
+# the environment; a fixture run without it fails rather than report where no test looks
+STATE_DIR = os.environ["KERNEL_MCP_TEST_STATE_DIR"]
 
 
 def write_atomic(path, text):
