@@ -231,3 +231,32 @@ def test_the_precision_contract_sets_the_judges_numerics():
     assert torch.backends.cuda.matmul.allow_tf32 == numerics.DEFAULT_MATMUL_TF32
     assert load_problem(KB / "linear_gelu.py").spec.precision == "torch_defaults"
     assert load_problem(FIXTURES / "gpumode" / "scale_shift").spec.precision is None  # strict
+
+
+FORMS = {  # ref_kernel bodies over data = (x,), x = randn(256)
+    "a Python float": "return float(data[0].sum())",
+    "a named tuple (values, indices)": "return data[0].reshape(16, 16).max(dim=1)",
+    "a list with a 0-dim tensor": "return [data[0] * 2, data[0].sum()]",
+    "a bool tensor": "return data[0] > 0",
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_every_output_form_is_judged(tmp_path, form):
+    """The reference's own code as the candidate passes; the same output 1% off fails (floats: compared
+    within a bound like tensors, not exactly; named tuples arrive as plain tuples)."""
+    folder = make_problem(tmp_path, f"""
+        import torch
+        def generate_input(n, seed):
+            return (torch.randn(n, generator=torch.Generator().manual_seed(seed)),)
+        def ref_kernel(data):
+            {FORMS[form]}
+    """)
+    own = tmp_path / "own.py"
+    own.write_text(f"import torch\ndef custom_kernel(data):\n    {FORMS[form]}\n")
+    result = check(folder, own, device="cpu")
+    assert result.passed and not result.problem_degenerate, result
+    if form != "a bool tensor":
+        off = tmp_path / "off.py"
+        off.write_text(f"import torch\ndef custom_kernel(data):\n    data = (data[0] * 1.01,)\n    {FORMS[form]}\n")
+        assert not check(folder, off, device="cpu").passed

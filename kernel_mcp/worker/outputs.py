@@ -37,6 +37,7 @@ def output_integrity(output: Any, reference: Reference, output_args: list[int], 
     # a reference that upcasts to float64 on its own (inputs in lower precision) does not fix the output
     # dtype; when an input is float64, float64 is what the task asks for
     loose_f64 = not any(t.dtype == torch.float64 for _, t in tensors.leaves(pristine))
+    output = tensors.floats_as_tensors(output)  # as the reference's structure has them
     problem = _structure_error(output, reference.structure, "output", loose_f64)
     if problem:
         return "structure", problem
@@ -78,10 +79,14 @@ def _structure_error(got: Any, want: Any, path: str, loose_f64: bool) -> str:
                         "")
         return next((e for i, w in enumerate(want) if (e := _structure_error(got[i], w, f"{path}[{i}]", loose_f64))),
                     "")
-    return "" if got == want else f"{path} is {got!r}, expected {want!r}"
+    if type(got) is type(want) and got == want:  # the same type first: a tensor here would compare elementwise
+        return ""
+    shown = tensors.describe(got) if isinstance(got, torch.Tensor) else repr(got)[:200]
+    return f"{path} is {shown}, expected {want!r}"[:400]
 
 
 def compare_output(output: Any, reference: Reference, rt: ReferenceRuntime, params: dict) -> list[Comparison]:
+    output = tensors.floats_as_tensors(output)
     k = rt.reduction_length(params)
     policy = rt.problem.spec.tolerance
     return [compare(got, exp, policy, k, leaf=path)

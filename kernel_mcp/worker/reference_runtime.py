@@ -150,8 +150,7 @@ class ReferenceRuntime:
         reference that is not deterministic makes every input count as read: the safe side.)"""
         plain, poisoned = tensors.clone(pristine), tensors.clone(pristine)
         tensors.poison_(tensors.leaves(poisoned)[index][1])
-        want, got = tensors.leaves(self.ref_kernel(plain)), tensors.leaves(self.ref_kernel(poisoned))
-        return len(want) == len(got) and all(tensors.same_bytes(a, b) for (_, a), (_, b) in zip(want, got))
+        return tensors.same_output(self.ref_kernel(plain), self.ref_kernel(poisoned))
 
     def poison_outputs(self, data: Any) -> None:
         leaves = tensors.leaves(data)
@@ -164,11 +163,11 @@ class ReferenceRuntime:
         """ref_kernel in the task dtype (the structure, and the 'honest' error), in float64 on the same
         input values, and on |inputs| when the tolerance needs the magnitude of the summed terms."""
         findings: list[Finding] = []
-        honest = self.ref_kernel(tensors.clone(pristine))
-        ref64 = self._float64(pristine, findings)
+        honest = tensors.floats_as_tensors(self.ref_kernel(tensors.clone(pristine)))
+        ref64 = tensors.floats_as_tensors(self._float64(pristine, findings))
         magnitude = None
         if self.problem.spec.tolerance.magnitude == "abs_inputs":
-            magnitude = self._float64(tensors.absolute(pristine), findings, quiet=True)
+            magnitude = tensors.floats_as_tensors(self._float64(tensors.absolute(pristine), findings, quiet=True))
         honest_leaves = tensors.leaves(honest)
         exact = ref64 is not None
         ref_leaves = tensors.leaves(ref64) if exact else honest_leaves
