@@ -260,3 +260,21 @@ def test_every_output_form_is_judged(tmp_path, form):
         off = tmp_path / "off.py"
         off.write_text(f"import torch\ndef custom_kernel(data):\n    data = (data[0] * 1.01,)\n    {FORMS[form]}\n")
         assert not check(folder, off, device="cpu").passed
+
+
+def test_a_reference_that_refuses_a_poisoned_input_has_read_it(tmp_path):
+    """The scratch probe poisons each input: a reference that raises on NaN read that input (not scratch,
+    and not a harness error)."""
+    folder = make_problem(tmp_path, """
+        import torch
+        def generate_input(n, seed):
+            return (torch.randn(n, generator=torch.Generator().manual_seed(seed)),)
+        def ref_kernel(data):
+            assert torch.isfinite(data[0]).all(), "inputs must be finite"
+            return data[0] * 2
+    """)
+    own = tmp_path / "own.py"
+    own.write_text("def custom_kernel(data):\n    return data[0] * 2\n")
+    result = check(folder, own, device="cpu")
+    assert result.passed, result
+    assert not any(f.code == "output_buffers" for f in result.findings), result.findings

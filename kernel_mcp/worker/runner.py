@@ -169,7 +169,7 @@ class LocalRunner:
     @contextmanager
     def _guarded(self, problem: Problem, candidate: Path, in_namespace: bool = True) -> Iterator[list[str]]:
         """Guard the files the harness relies on for the block, unless candidates started ``in_namespace``
-        see them read-only (sandbox.seal_file_systems): then the workspace is never guarded, reverted or
+        see them read-only (mounts.seal_file_systems): then the workspace is never guarded, reverted or
         quarantined, and agents and editors may change it at any time. The list yielded receives what
         was tampered with once the block ends. Warm processes are started again only when no candidate of
         this runner is running, so none imports a file a candidate has changed and the guard not yet
