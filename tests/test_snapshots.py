@@ -127,7 +127,7 @@ def test_reading_never_creates_a_repository(tmp_path):
     assert tools.history(tmp_path) == [] and tools.best(tmp_path) is None
     assert tools.status(tmp_path, "p").evaluations == 0
     with pytest.raises(UsageError, match="no snapshots yet"):
-        tools.restore(tmp_path, "abc")
+        tools.restore(tmp_path, "abcd")
     assert not (tmp_path / ".git").exists()
 
 
