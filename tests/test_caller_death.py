@@ -8,17 +8,16 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import PROBLEMS, processes_of_cache, repo_pythonpath
+from conftest import CHEATS_STATE, PROBLEMS, processes_of_cache, repo_pythonpath
 
 VECTOR_ADD = PROBLEMS / "vector_add"
 GRACE_S = 2.0  # the goal: nothing of the call is alive this long after its caller died
 
-# a candidate that says it is running (a file in /dev/shm, the one place outside its scratch it may write
-# where its file systems are sealed), starts a daemon of its own, then takes far longer than the test waits
+# a candidate that says it is running (a file in conftest.CHEATS_STATE, in /dev/shm: the one place outside
+# its scratch it may write where its file systems are sealed), starts a daemon of its own, then takes far longer than the test waits
 SLOW = textwrap.dedent('''
     import os, pathlib, time
     def _announce():
@@ -41,7 +40,8 @@ SLOW = textwrap.dedent('''
 def test_a_caller_killed_mid_call_leaves_no_process_of_that_call(tmp_path, call, where):
     cache = tmp_path / "cache"
     candidate = tmp_path / "slow.py"
-    started = Path("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp") / f"kernel_mcp_caller_death_{os.getpid()}_{call}"
+    CHEATS_STATE.mkdir(exist_ok=True)
+    started = CHEATS_STATE / f"caller_death_{os.getpid()}_{call}"
     started.unlink(missing_ok=True)
     candidate.write_text(SLOW.format(where=where, started=str(started)))
     code = (f"from kernel_mcp.tools.{call} import {call}; " +

@@ -3,9 +3,9 @@
 Processes, trust decreasing inward:
 
 caller (CLI, MCP server; never imports problem or candidate code) holds a *runner* (runner.py): it
-  guards the files the harness relies on where candidates could write them, takes the device's lease (lease.py: exclusive for timing, shared
-  for checks while their memory fits), starts the processes below and reads their results. Messages
-  are typed (protocol.py) and validated where they arrive.
+  guards the files the harness relies on where candidates could write them, takes the device's lease
+  (lease.py: exclusive for timing, shared for checks while their memory fits), starts the processes below
+  and reads their results. Messages are typed (protocol.py) and validated where they arrive.
   -> judge (``judge.py``; trusted): started isolated (``python -S -I``), non-dumpable. Boots first
      (judge_start.py starts its candidate hosts from the boot line, before any heavy import; warm.py pays
      torch's and Triton's first-use costs), says Ready, then
