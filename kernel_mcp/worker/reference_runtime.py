@@ -104,8 +104,9 @@ class ReferenceRuntime:
     def kernelbench_mode(self) -> str:
         """The mode both models run in, as a result states it."""
         mode = "training" if self.model.training else "eval"
+        batch_norm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in self.model.modules())
         return (f"Model and ModelNew run in {mode} mode, as KernelBench runs them, with the same parameters and "
-                "buffers" + (" (BatchNorm uses each batch's statistics)" if self.model.training else ""))
+                "buffers" + (" (BatchNorm uses each batch's statistics)" if self.model.training and batch_norm else ""))
 
     # --- inputs --------------------------------------------------------------------------------------
     def generate(self, params: dict[str, Any]) -> Any:
