@@ -282,3 +282,20 @@ def test_files_other_agents_save_during_a_check_are_left_alone(tmp_path, private
     saver.join()
     assert result.passed, result.verdict
     assert all("saved meanwhile" in path.read_text() for path in others)
+
+
+def test_a_build_steps_files_come_back_without_links(tmp_path):
+    """A build step writes into its scratch and trusted code copies the files out while the step may still
+    run: a link (to one of the user's files), a fifo or a folder placed there is never followed or copied."""
+    import os
+    from kernel_mcp.worker.steps import _move_files
+    source, target, secret = tmp_path / "out", tmp_path / "copied", tmp_path / "secret"
+    source.mkdir()
+    secret.write_text("the user's file")
+    (source / "0-sm_90a-k.cubin").write_bytes(b"\x7fELF cubin")
+    os.symlink(secret, source / "1-sm_90a-k.cubin")
+    os.mkfifo(source / "2-sm_90a-k.ptx")
+    (source / "3-sm_90a-k.ptx").mkdir()
+    _move_files(source, target)
+    assert sorted(p.name for p in target.iterdir()) == ["0-sm_90a-k.cubin"]
+    assert (target / "0-sm_90a-k.cubin").read_bytes() == b"\x7fELF cubin"

@@ -4,8 +4,10 @@ token), given one request, read back over its socket; killed with its whole tree
 end when the process ends or its time is up, whatever it left holding its output."""
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
+import stat
 import socket
 import sys
 import threading
@@ -117,8 +119,26 @@ class StepProcess:
 
 def _move_files(source: Path, target: Path) -> None:
     """The plain files a step wrote into ``source`` (no links, no folders, none over MAX_REPLY_BYTES), copied
-    into ``target`` by trusted code."""
+    into ``target`` by trusted code. The step host may still be running: each file is opened without
+    following a link and checked on the open descriptor, so swapping a checked file for a link to one of
+    the user's files cannot make this copy it."""
     target.mkdir(parents=True, exist_ok=True)
     for item in source.iterdir() if source.is_dir() and not source.is_symlink() else []:
-        if not item.is_symlink() and item.is_file() and item.stat().st_size <= MAX_REPLY_BYTES:
-            shutil.copyfile(item, target / item.name)
+        try:
+            fd = os.open(item, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue  # a link (ELOOP), or gone
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_REPLY_BYTES:
+                (target / item.name).write_bytes(_read_at_most(fd, MAX_REPLY_BYTES))
+        finally:
+            os.close(fd)
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit and (chunk := os.read(fd, min(1 << 20, limit - size))):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
