@@ -25,8 +25,10 @@ def print_check(result: CheckResult, console: Console) -> None:
     if result.cases:
         console.print(table)
     _findings(result.findings, console)
-
-
+    memory = result.memory
+    if memory and memory.judge_peak_bytes is not None and memory.reference_peak_bytes:
+        console.print(f"[dim]device memory: the judge peaked at {memory.judge_peak_bytes / 2**30:.2f} GiB; the "
+                      f"reference alone at {memory.reference_peak_bytes / 2**30:.2f} GiB[/dim]")
 
 
 def _us(t: Timing | None) -> str:

@@ -65,6 +65,17 @@ class CaseResult(BaseModel):
     comparisons: list[Comparison] = Field(default_factory=list)
 
 
+class MemoryUse(BaseModel):
+    """Device memory of one run (GPU only), bytes: the problem's reference alone on its first test, what a
+    check was estimated to need from it, and the judge's own peak (its allocator's high-water mark; the
+    candidate's process holds its own memory beside it)."""
+
+    reference_peak_bytes: int | None = None
+    check_need_bytes: int | None = None
+    judge_peak_bytes: int | None = None
+    float64_in_host_memory: bool = False  # the float64 references waited in host memory (a large problem)
+
+
 class CheckResult(BaseModel):
     """The verdict of ``check``: did the candidate compute the problem's function on every input?"""
 
@@ -76,6 +87,7 @@ class CheckResult(BaseModel):
     cases: list[CaseResult] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     problem_degenerate: bool = False
+    memory: MemoryUse | None = None
     seconds: float = 0.0
     log_tail: str = ""  # last lines the candidate printed (untrusted, for debugging only)
 

@@ -35,6 +35,7 @@ for _name, _u in (("float8_e4m3fn", 2.0**-4), ("float8_e4m3fnuz", 2.0**-4), ("fl
     if hasattr(torch, _name):
         UNIT_ROUNDOFF[getattr(torch, _name)] = _u
 MAX_REPORTED = 5
+CHUNK = 1 << 22  # elements compared at a time: float64 temporaries of 32 MiB each
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
@@ -50,7 +51,9 @@ def accumulation_dtype(out_dtype: torch.dtype, declared: str | None) -> torch.dt
 @dataclass
 class Expected:
     """What the judge knows about one output leaf. All tensors are float64 (or the task dtype when the
-    reference cannot run in float64, ``exact64=False``)."""
+    reference cannot run in float64, ``exact64=False``). They may live in host memory while the output is
+    on the device (a large problem's float64 copies are parked there): the comparison moves them piece by
+    piece."""
 
     ref: torch.Tensor
     honest: torch.Tensor | None = None  # the op computed by ref_kernel in the task dtype
@@ -58,92 +61,163 @@ class Expected:
     exact64: bool = True
 
 
+@dataclass
+class _Bound:
+    """The per-element bound, ``scale * (on_mag*M + on_ref*|ref| + floor)``, made for one piece at a time."""
+
+    on_mag: float = 0.0
+    on_ref: float = 0.0
+    floor: float = 0.0
+    scale: float = 1.0
+
+    def of(self, ref: torch.Tensor, mag: torch.Tensor | None) -> torch.Tensor:
+        bound = self.on_ref * ref.abs() + self.floor
+        if self.on_mag:
+            bound = bound + self.on_mag * (ref if mag is None else mag).abs()
+        return bound * self.scale if self.scale != 1.0 else bound
+
+
 def compare(out: torch.Tensor, exp: Expected, policy: ToleranceSpec, K: float, leaf: str = "") -> Comparison:
-    ref = exp.ref.to(torch.float64) if exp.ref.is_floating_point() else exp.ref
+    """``out`` against ``exp`` within the policy's bound, in pieces of CHUNK elements: the float64
+    temporaries stay a few hundred MiB whatever the output's size (a whole-tensor comparison needed some
+    ten float64 copies of the output at once)."""
+    pieces = _Pieces(out, exp)
     if not out.is_floating_point() or policy.mode == "exact":
-        return _summarise(out, ref, torch.zeros((), device=ref.device, dtype=torch.float64), policy, leaf,
-                          norm_bound=0.0, note="exact match required")
+        return _tally(pieces, _Bound(), policy, leaf, 0.0, "exact match required")
     bound, norm_bound, note = _bounds(out.dtype, exp, policy, K)
-    return _summarise(out, ref, bound, policy, leaf, norm_bound, note)
+    honest_norm = 0.0
+    if exp.honest is not None and exp.honest.shape == exp.ref.shape and policy.mode != "explicit":
+        # Honest code must pass with a 2x margin: if the task-dtype reference itself uses more than half
+        # of the bound anywhere, scale the whole bound (keeping its shape) until it uses half.
+        used, honest_norm = _honest_use(pieces, bound)
+        if used > 0.5:
+            bound.scale = 2.0 * used
+            note += f"; bound x{2 * used:.3g} (2x the honest task-dtype error)"
+    if not exp.exact64:
+        note += "; no float64 reference, bounds doubled"
+    return _tally(pieces, bound, policy, leaf, norm_bound, note, honest_norm)
 
 
-def _bounds(out_dtype: torch.dtype, exp: Expected, policy: ToleranceSpec, K: float):
-    ref = exp.ref.to(torch.float64)
+def _bounds(out_dtype: torch.dtype, exp: Expected, policy: ToleranceSpec, K: float) -> tuple[_Bound, float, str]:
     if policy.mode == "explicit":
-        return (policy.atol or 0.0) + (policy.rtol or 0.0) * ref.abs(), math.inf, \
+        return _Bound(on_ref=policy.rtol or 0.0, floor=policy.atol or 0.0), math.inf, \
             f"explicit atol={policy.atol} rtol={policy.rtol}"
     u_out = unit_roundoff(out_dtype)
     u_acc = unit_roundoff(accumulation_dtype(out_dtype, policy.accumulate))
-    mag = (exp.magnitude if exp.magnitude is not None else ref).to(torch.float64).abs()
     tiny = torch.finfo(out_dtype).tiny  # underflow: flushing a subnormal to zero is not an error
     root_k = math.sqrt(max(K, 1.0))
     widen = 1.0 if exp.exact64 else 2.0  # the reference itself carries task-dtype error
-    bound = widen * (policy.a * root_k * u_acc * mag + policy.b * u_out * ref.abs() + tiny)
+    bound = _Bound(on_mag=widen * policy.a * root_k * u_acc, on_ref=widen * policy.b * u_out, floor=widen * tiny)
     norm_bound = widen * (policy.c * root_k * u_acc + u_out)
-    note = f"derived: K={K:g}, u_out=2^{math.log2(u_out):.0f}, u_acc=2^{math.log2(u_acc):.0f}"
-    if exp.honest is not None and exp.honest.shape == ref.shape:
-        # Honest code must pass with a 2x margin: if the task-dtype reference itself uses more than half
-        # of the bound anywhere, scale the whole bound (keeping its shape) until it uses half.
-        honest_err = (exp.honest.to(torch.float64) - ref).abs()
-        finite = torch.isfinite(honest_err) & torch.isfinite(bound)
-        if finite.any():
-            used = (honest_err[finite] / bound[finite]).max().item()
-            if used > 0.5:
-                bound = bound * (2.0 * used)
-                note += f"; bound x{2 * used:.3g} (2x the honest task-dtype error)"
-            ref_norm = _norm(ref)
-            if ref_norm > 0:
-                norm_bound = max(norm_bound, 2.0 * honest_err[finite].norm().item() / ref_norm)
-    if not exp.exact64:
-        note += "; no float64 reference, bounds doubled"
-    return bound, norm_bound, note
+    return bound, norm_bound, f"derived: K={K:g}, u_out=2^{math.log2(u_out):.0f}, u_acc=2^{math.log2(u_acc):.0f}"
 
 
-def _norm(t: torch.Tensor) -> float:
-    finite = t[torch.isfinite(t)]
-    return finite.norm().item() if finite.numel() else 0.0
+class _Pieces:
+    """Aligned flat pieces of the output and of what is expected of it, on the output's device."""
+
+    def __init__(self, out: torch.Tensor, exp: Expected):
+        self.device, self.n, self.shape = out.device, out.numel(), tuple(exp.ref.shape)
+        self.flat = [None if t is None else t.detach().reshape(-1) for t in (out, exp.ref, exp.honest, exp.magnitude)]
+        self.floating = exp.ref.is_floating_point()
+
+    def __iter__(self):
+        for start in range(0, self.n, CHUNK):
+            end = min(self.n, start + CHUNK)
+            out, ref, honest, mag = (None if t is None else t[start:end].to(self.device) for t in self.flat)
+            if self.floating:
+                ref = ref.to(torch.float64)
+                out = out.to(torch.float64)
+                mag = None if mag is None else mag.to(torch.float64)
+            else:
+                out = out.to(ref.dtype)
+            yield start, out, ref, honest, mag
 
 
-def _summarise(out: torch.Tensor, ref: torch.Tensor, bound: torch.Tensor, policy: ToleranceSpec, leaf: str,
-               norm_bound: float, note: str) -> Comparison:
-    o = out.detach().to(ref.device, torch.float64 if ref.is_floating_point() else ref.dtype)
-    n = ref.numel()
-    if o.is_floating_point():
-        err = (o - ref).abs()
-        both_nan = torch.isnan(o) & torch.isnan(ref)
-        same_inf = torch.isinf(ref) & (o == ref)
-        within = (err <= bound) & torch.isfinite(o)
-        good = within | both_nan | same_inf
-        finite = torch.isfinite(err)
-        ratio = torch.where(finite, err / torch.clamp(bound, min=1e-300), torch.full_like(err, math.inf))
-        rel = torch.where(ref != 0, err / ref.abs(), err)
-        max_abs = err[finite].max().item() if finite.any() else (math.inf if n else 0.0)
-        max_rel = rel[finite].max().item() if finite.any() else (math.inf if n else 0.0)
-        max_ratio = ratio[~(both_nan | same_inf)].max().item() if n and (~(both_nan | same_inf)).any() else 0.0
-        ref_norm = _norm(ref)
-        diff = torch.where(both_nan | same_inf, torch.zeros_like(err), o - ref)
-        norm_err = (diff.norm().item() / ref_norm) if ref_norm > 0 else diff.norm().item()
+def _honest_use(pieces: _Pieces, bound: _Bound) -> tuple[float, float]:
+    """The largest share of the bound the task-dtype reference uses, and its error's norm."""
+    used = torch.zeros((), dtype=torch.float64, device=pieces.device)
+    squares = torch.zeros_like(used)
+    for _, _, ref, honest, mag in pieces:
+        error = (honest.to(torch.float64) - ref).abs()
+        b = bound.of(ref, mag)
+        finite = torch.isfinite(error) & torch.isfinite(b)
+        used = torch.maximum(used, torch.where(finite, error / b, 0.0).amax())
+        squares += torch.where(finite, error, 0.0).square().sum()
+    return used.item(), math.sqrt(squares.item())
+
+
+class _Totals:
+    """Running statistics over the pieces, kept on the device (one synchronisation at the end)."""
+
+    def __init__(self, device: torch.device):
+        zero = torch.zeros((), dtype=torch.float64, device=device)
+        self.max_abs, self.max_rel, self.max_ratio = zero.clone(), zero.clone(), zero.clone()
+        self.ref_squares, self.diff_squares = zero.clone(), zero.clone()
+        self.finite = torch.zeros((), dtype=torch.int64, device=device)
+        self.considered, self.bad = self.finite.clone(), self.finite.clone()
+        self.first: list[Mismatch] = []
+
+
+def _tally(pieces: _Pieces, bound: _Bound, policy: ToleranceSpec, leaf: str, norm_bound: float, note: str,
+           honest_norm: float = 0.0) -> Comparison:
+    totals = _Totals(pieces.device)
+    for start, out, ref, _, mag in pieces:
+        b = bound.of(ref, mag) if pieces.floating else None
+        bad = _add_piece(totals, out, ref, b) if pieces.floating else _add_exact_piece(totals, out, ref)
+        if len(totals.first) < MAX_REPORTED:
+            for f in torch.nonzero(bad).reshape(-1)[:MAX_REPORTED - len(totals.first)].tolist():
+                totals.first.append(Mismatch(index=unravel(start + f, pieces.shape), got=float(out[f]),
+                                             expected=float(ref[f]), bound=float(b[f]) if b is not None else 0.0))
+    n = pieces.n
+    any_finite = totals.finite.item() > 0
+    max_abs = totals.max_abs.item() if any_finite else (math.inf if n else 0.0)
+    max_rel = totals.max_rel.item() if any_finite else (math.inf if n else 0.0)
+    ref_norm = math.sqrt(totals.ref_squares.item())
+    diff_norm = math.sqrt(totals.diff_squares.item())
+    if pieces.floating:
+        norm_err = diff_norm / ref_norm if ref_norm > 0 else diff_norm
+        max_ratio = totals.max_ratio.item() if totals.considered.item() else 0.0
+        if ref_norm > 0 and honest_norm > 0:
+            norm_bound = max(norm_bound, 2.0 * honest_norm / ref_norm)
     else:
-        good = o == ref
-        err = (o.to(torch.float64) - ref.to(torch.float64)).abs()
-        max_abs = err.max().item() if n else 0.0
-        max_rel, max_ratio, norm_err = 0.0, (math.inf if max_abs else 0.0), 0.0
-    bad = ~good
-    mismatches = int(bad.sum().item())
+        norm_err, max_rel, max_ratio = 0.0, 0.0, (math.inf if max_abs else 0.0)
+    mismatches = int(totals.bad.item())
     allowed = int(policy.max_mismatch_fraction * n)
     ok = mismatches <= allowed and norm_err <= norm_bound  # NaN norm error compares False: fails
     return Comparison(
         leaf=leaf, ok=ok, max_abs_error=max_abs, max_rel_error=max_rel, max_error_in_bounds=max_ratio,
         norm_error=norm_err, norm_bound=norm_bound if math.isfinite(norm_bound) else -1.0,
-        mismatches=mismatches, elements=n, first_mismatches=_first(bad, o, ref, bound), note=note)
+        mismatches=mismatches, elements=n, first_mismatches=totals.first, note=note)
 
 
-def _first(bad: torch.Tensor, out: torch.Tensor, ref: torch.Tensor, bound: torch.Tensor) -> list[Mismatch]:
-    flat = torch.nonzero(bad.reshape(-1)).reshape(-1)[:MAX_REPORTED].tolist()
-    b = bound.expand_as(ref).reshape(-1) if bound.numel() else bound
-    return [Mismatch(index=unravel(f, tuple(ref.shape)), got=float(out.reshape(-1)[f]),
-                     expected=float(ref.reshape(-1)[f]), bound=float(b[f]) if b.numel() > 1 else float(b))
-            for f in flat]
+def _add_piece(t: _Totals, out: torch.Tensor, ref: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:
+    """Fold one floating piece into the totals; returns the mask of elements outside the bound. Both NaN,
+    or the same infinity, match; NaN or Inf never matches a finite value."""
+    err = (out - ref).abs()
+    matched_special = (torch.isnan(out) & torch.isnan(ref)) | (torch.isinf(ref) & (out == ref))
+    good = ((err <= bound) & torch.isfinite(out)) | matched_special
+    finite = torch.isfinite(err)
+    t.finite += finite.sum()
+    t.max_abs = torch.maximum(t.max_abs, torch.where(finite, err, 0.0).amax())
+    rel = torch.where(ref != 0, err / ref.abs(), err)
+    t.max_rel = torch.maximum(t.max_rel, torch.where(finite, rel, 0.0).amax())
+    ratio = torch.where(finite, err / torch.clamp(bound, min=1e-300), math.inf)
+    t.max_ratio = torch.maximum(t.max_ratio, torch.where(matched_special, 0.0, ratio).amax())
+    t.considered += (~matched_special).sum()
+    t.ref_squares += torch.where(torch.isfinite(ref), ref, 0.0).square().sum()
+    t.diff_squares += torch.where(matched_special, 0.0, out - ref).square().sum()
+    bad = ~good
+    t.bad += bad.sum()
+    return bad
+
+
+def _add_exact_piece(t: _Totals, out: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """Integers and bools: equal or not."""
+    bad = out != ref
+    t.finite += out.numel()
+    t.max_abs = torch.maximum(t.max_abs, (out.to(torch.float64) - ref.to(torch.float64)).abs().amax())
+    t.bad += bad.sum()
+    return bad
 
 
 def unravel(flat: int, shape: tuple[int, ...]) -> list[int]:

@@ -98,3 +98,41 @@ def test_a_kernelbench_convolution_holds_its_own_model_to_the_references_numeric
     assert result.passed, result
     assert any(f.code == "precision" and "TF32" in f.message for f in result.findings), result.findings
     assert check(problem, bf16, device="cuda").verdict == "fail: mismatch"
+
+
+def _elementwise_problem(tmp_path, op: str, elements: int):
+    source = f"""
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return {op}
+def get_inputs():
+    return [torch.randn({elements // 4096}, 4096, device="cuda")]  # made on the device: fast at this size
+def get_init_inputs():
+    return []
+"""
+    return kernelbench_files(tmp_path, source, "def forward(self, x):\n    return x.clone()\n")
+
+
+def test_a_problem_too_large_for_the_device_is_refused_up_front(tmp_path):
+    """An input a quarter of the device's memory: the reference alone fits (half the device), a check
+    (about 1.25 times the device) does not, and the result says so with the numbers, before any candidate
+    code runs."""
+    import torch
+    total = torch.cuda.get_device_properties(0).total_memory
+    problem, own, _ = _elementwise_problem(tmp_path, "torch.relu(x)", total // 16)
+    result = check(problem, own, device="cuda")
+    assert result.verdict == "error: too large" and not result.cases, result
+    assert "needs at least" in result.findings[-1].message and result.memory.check_need_bytes > total
+
+
+def test_a_large_problem_is_checked_within_three_times_the_references_own_memory(tmp_path):
+    """softmax over 4 GiB of fp32: the float64 references wait in host memory, outputs are compared in
+    pieces, no copy is made twice; the judge's own peak stays within 3x the reference alone."""
+    problem, own, echo = _elementwise_problem(tmp_path, "torch.softmax(x, dim=1)", 1 << 30)  # echo: a copy of x
+    result = check(problem, own, device="cuda", fresh_seeds=1)
+    assert result.passed, result
+    memory = result.memory
+    assert memory.reference_peak_bytes >= 8 << 30 and memory.judge_peak_bytes <= 3 * memory.reference_peak_bytes, memory
+    assert memory.float64_in_host_memory  # 32 GiB with them on the device: more than 1/8 of an H200
+    assert check(problem, echo, device="cuda", fresh_seeds=1).verdict == "fail: mismatch"

@@ -29,8 +29,12 @@ HOLDER = textwrap.dedent('''
     device = Device.model_validate_json(sys.argv[1])
     exclusive, need, hold_s, log = sys.argv[2] == "x", int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
     waited = []
-    with lease.hold(device, exclusive, need, on_wait=waited.append):
+    resize = int(sys.argv[7]) if len(sys.argv) > 7 else 0
+    with lease.hold(device, exclusive, need, on_wait=waited.append) as reservation:
         start = time.time()
+        if resize:  # as a judge does once it has measured its problem
+            time.sleep(1.0)
+            reservation.resize(resize)
         time.sleep(hold_s)
         end = time.time()
     with open(log, "a") as f:
@@ -45,10 +49,10 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 
 def holder(name: str, log: Path, exclusive: bool, hold_s: float, need: int = 0,
-           device: Device = FAKE_GPU) -> subprocess.Popen:
+           device: Device = FAKE_GPU, resize: int = 0) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     return subprocess.Popen([sys.executable, "-c", HOLDER, device.model_dump_json(), "x" if exclusive else "s",
-                             str(need), str(hold_s), str(log), name], env=env)
+                             str(need), str(hold_s), str(log), name, str(resize)], env=env)
 
 
 def spans(log: Path) -> dict[str, dict]:
@@ -111,6 +115,22 @@ def test_a_run_alone_is_admitted_whatever_it_needs(cache, tmp_path):
     log = tmp_path / "log"
     run_all(holder("huge", log, exclusive=False, hold_s=0.1, need=50 * GIB))
     assert not spans(log)["huge"]["waited"]
+
+
+def test_an_unmeasured_problem_runs_alone_until_its_reservation_is_resized(cache, tmp_path):
+    """A problem never measured reserves the whole device; once its judge has measured the reference it
+    resizes the reservation to what the check needs, and the next run is admitted beside it."""
+    log = tmp_path / "log"
+    first = holder("first", log, exclusive=False, hold_s=2.0, need=lease.memory_need(FAKE_GPU, "never seen"),
+                   resize=GIB)
+    ledger = lease.lease_dir() / f"{FAKE_GPU.lease_key}.ledger"
+    deadline = time.monotonic() + 30
+    while "bytes" not in (ledger.read_text() if ledger.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.02)  # the first run holds its reservation
+    run_all(first, holder("second", log, exclusive=False, hold_s=0.1, need=6 * GIB))
+    rows = spans(log)
+    assert rows["second"]["waited"] and rows["second"]["start"] >= rows["first"]["start"] + 1.0
+    assert overlap(rows["first"], rows["second"]), "the resized reservation still kept the device"
 
 
 def test_a_killed_holder_frees_the_device(cache, tmp_path):

@@ -109,3 +109,33 @@ def test_sqrt_k_scaling():
     result = compare(a @ b, exp, policy, K=4096)
     assert result.ok
     assert math.isclose(result.norm_bound, max(2 * 64 * 2**-24 + 2**-24, result.norm_bound))
+
+
+def test_a_comparison_in_pieces_says_exactly_what_the_whole_comparison_says(monkeypatch):
+    """The comparison runs in pieces of CHUNK elements (memory); the verdict, counts, maxima, the first
+    mismatches with their indices and the norms must not depend on where the pieces are cut."""
+    from kernel_mcp import tolerance
+    a, b, exp = matmul_case(m=48, k=256, n=40, seed=3)
+    policy = ToleranceSpec(K="k", magnitude="abs_inputs")
+    out = (a.half().float() @ b.half().float())  # fails: tf32-like rounding
+    out[5, 7], out[30, 2], out[47, 39] = float("nan"), float("inf"), 1e6
+    exp.ref[0, 0] = float("nan")
+    out[0, 0] = float("nan")  # both NaN: matches
+    for output in (out, a @ b):
+        whole = compare(output, exp, policy, K=256)
+        for chunk in (1, 7, 1000):
+            monkeypatch.setattr(tolerance, "CHUNK", chunk)
+            pieces = compare(output, exp, policy, K=256)
+            assert repr((pieces.ok, pieces.mismatches, pieces.first_mismatches, pieces.note)) == \
+                repr((whole.ok, whole.mismatches, whole.first_mismatches, whole.note))  # repr: NaN == NaN
+            for field in ("max_abs_error", "max_rel_error", "max_error_in_bounds", "norm_error", "norm_bound"):
+                got, want = getattr(pieces, field), getattr(whole, field)
+                assert math.isclose(got, want, rel_tol=1e-9) or (math.isnan(got) and math.isnan(want)), field
+            monkeypatch.undo()
+    assert compare(out, exp, policy, K=256).mismatches > 3
+    ints = torch.arange(100)
+    wrong = ints.clone()
+    wrong[[3, 64, 99]] = -1
+    monkeypatch.setattr(tolerance, "CHUNK", 16)
+    result = compare(wrong, Expected(ref=ints), DERIVED, K=1)
+    assert result.mismatches == 3 and [m.index for m in result.first_mismatches] == [[3], [64], [99]]

@@ -9,8 +9,10 @@ caller (CLI, MCP server; never imports problem or candidate code) holds a *runne
   -> judge (``judge.py``; trusted): started isolated (``python -S -I``), non-dumpable. Boots first
      (judge_start.py starts its candidate hosts from the boot line, before any heavy import; warm.py pays
      torch's and Triton's first-use costs), says Ready, then
-     serves one JudgeRequest: imports reference.py, makes inputs from fresh secret seeds, computes float64
-     references, compares (outputs.py), decides (check_run.py, profile_run.py, profile_verdict.py).
+     serves one JudgeRequest: imports reference.py, measures what the check needs of the device
+     (footprint.py: the caller resizes its lease reservation), makes inputs from fresh secret seeds,
+     computes float64 references, compares (outputs.py), decides (check_run.py, profile_run.py,
+     profile_verdict.py).
      Reports on a private pipe, each line HMAC-signed (channel.py; client.py is the caller's side).
      -> candidate host (``candidate_host.py``; untrusted; session.py is the judge's side): boots with
         harness code only, then imports exactly one candidate and runs ``custom_kernel`` on tensors it

@@ -6,6 +6,7 @@ sees a seed, an expected output or a verdict. Usage (by the judge only):
 """
 from __future__ import annotations
 
+import gc
 import importlib.util
 import multiprocessing
 import sys
@@ -116,6 +117,11 @@ def serve(conn: Connection) -> None:
             keep_alive = _time(conn, kernel, message, flusher)
         else:
             return
+        # the inputs are the judge's memory, held for us (CUDA IPC) until we drop them: drop them now,
+        # not when the next message arrives
+        message = None
+        if device.startswith("cuda") and keep_alive is not None and flusher is None:
+            gc.collect()  # a reference cycle (a candidate's exception, say) may still hold them
     del keep_alive
 
 
@@ -128,6 +134,12 @@ def _run(conn: Connection, kernel: Callable, message: tuple, device: str) -> Any
         conn.send(_error("call", exc))
         return None
     _send_output(conn, ("output", case_id), _refer_to_inputs(output, data))
+    if device.startswith("cuda"):
+        # between calls a check holds no more of the device than the output the judge is copying: the
+        # judge's float64 reference runs next, beside this process (not done while timing: a candidate's
+        # allocations would then cost a cudaMalloc each)
+        import torch
+        torch.cuda.empty_cache()
     return output
 
 

@@ -10,10 +10,10 @@ import torch
 
 from kernel_mcp import tensors
 from kernel_mcp.problem import load_problem
-from kernel_mcp.results import CaseResult, CheckResult, Finding
-from kernel_mcp.worker import numerics
+from kernel_mcp.results import CaseResult, CheckResult, Finding, MemoryUse
+from kernel_mcp.worker import footprint, numerics, trace
 from kernel_mcp.worker.outputs import compare_output, extra_checks, output_integrity, resolve_input_refs
-from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime
+from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime, release_device_memory
 from kernel_mcp.worker.session import CandidateSession
 
 if TYPE_CHECKING:
@@ -73,11 +73,25 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
                                        f"failed: {type(exc).__name__}: {exc}"))
         return result, None
     try:
-        runtime.expected(runtime.generate(problem.tests[0]), problem.tests[0])
+        needs = footprint.measure(runtime, problem.tests[0])
     except Exception as exc:  # noqa: BLE001
         result.verdict = "error: problem"
         result.findings.append(Finding(code="problem_error", message=f"the reference failed on test 0: "
-                                       f"{type(exc).__name__}: {exc}"))
+                                       f"{type(exc).__name__}: {str(exc)[:2000]}"))
+        return result, None
+    total = footprint.device_total(device)
+    runtime.park_float64 = needs.park(total)
+    need = needs.need(parked=runtime.park_float64)
+    result.memory = MemoryUse(reference_peak_bytes=needs.reference_peak or None,
+                              check_need_bytes=need if needs.reference_peak else None,
+                              float64_in_host_memory=runtime.park_float64)
+    if needs.reference_peak:
+        judging.reporter.memory_need(need, f"the reference measured: a check needs about {need / footprint.GiB:.1f} "
+                                     "GiB of device memory")
+    refused = footprint.refusal(needs, total)
+    if refused:
+        result.verdict = "error: too large"
+        result.findings.append(Finding(code="too_large", message=refused))
         return result, None
     return result, runtime
 
@@ -142,6 +156,7 @@ def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: 
 
 def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, case_id: int,
                 result: CheckResult) -> CaseResult:
+    release_device_memory(rt.device)  # the last case's shared inputs, once the candidate dropped them
     data = rt.generate(case.params)
     if case_id == 0 and rt.detect_output_args(data):
         buffers = [i for i in rt.output_args if i not in rt.scratch_args]
@@ -151,21 +166,27 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
             "; ".join(kinds) + ": they are filled with NaN/random values before each call and may be written "
             "and returned")))
     rt.poison_outputs(data)
-    pristine = tensors.clone(data)
+    trace.mark(f"{case.name}: inputs made")
+    pristine = data  # generated for this case alone and never given out: no copy needed (memory)
+    del data
     reference = rt.expected(pristine, case.params)
+    trace.mark(f"{case.name}: expected outputs made")
     _note(result, reference.findings)
     if case_id == 0:
         _probe_degenerate(rt, reference, pristine, case.params, result)
     shared = rt.share_copy(pristine)
+    release_device_memory(rt.device)  # the float64 run's blocks, for the candidate's process to use
+    trace.mark(f"{case.name}: inputs shared")
     reply = session.call(case_id, shared, rt.problem.spec.timeouts.call)
     base = dict(name=case.name, params=case.shown)
     if reply.kind != "output":
         return CaseResult(**base, passed=False, failure=reply.kind, message=reply.message)
     received = resolve_input_refs(reply.output, shared)
-    failure, message = output_integrity(received, reference, rt.output_args, shared, pristine)
+    failure, message, output = output_integrity(received, reference, rt.output_args, shared, pristine)
     if failure:
         return CaseResult(**base, passed=False, failure=failure, message=message)
-    output = tensors.clone(received)
+    del received, reply  # the candidate's own memory: only the judge's copy is compared
+    trace.mark(f"{case.name}: output copied and its integrity checked")
     comparisons = compare_output(output, reference, rt, case.params)
     if not all(c.ok for c in comparisons):
         worst = max(comparisons, key=lambda c: c.max_error_in_bounds)
@@ -173,6 +194,7 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
             f"{worst.mismatches} of {worst.elements} elements outside the bound{' at ' + worst.leaf if worst.leaf else ''}"
             f" (max error {worst.max_error_in_bounds:.3g}x the bound; norm error {worst.norm_error:.3g}, "
             f"allowed {worst.norm_bound:.3g})"))
+    trace.mark(f"{case.name}: output compared")
     failure, message = extra_checks(rt, pristine, output)
     return CaseResult(**base, passed=not failure, failure=failure, message=message, comparisons=comparisons)
 
@@ -191,7 +213,7 @@ def _trivial(kind: str, want: torch.Tensor, first_input: torch.Tensor | None) ->
     if kind == "a constant":
         if want.numel() <= 1:  # the mean of one value is the answer itself: no test of anything (a loss)
             return None
-        mean = want.double().mean().item() if want.is_floating_point() else 1
+        mean = want.mean(dtype=torch.float64).item() if want.is_floating_point() else 1
         return torch.full_like(want, mean)
     if kind == "torch.empty":
         fresh = torch.empty_like(want)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,7 @@ class JudgeProcess:
         self.ready: Ready | None = None
         self.started = time.monotonic()
         self._buffer = b""
+        self.on_memory_need: Callable[[int], None] | None = None  # the runner resizes its lease reservation
         self.read_fd, write_fd = os.pipe()
         self.log = tempfile.TemporaryFile()
         trace.mark("caller: starting a judge")
@@ -123,6 +125,8 @@ class JudgeProcess:
                     line, self._buffer = self._buffer.split(b"\n", 1)
                     message = self._verify(line)
                     if isinstance(message, Progress):
+                        if message.memory_need_bytes is not None and self.on_memory_need:
+                            self.on_memory_need(message.memory_need_bytes)
                         if on_progress:
                             on_progress(message.message, message.done, message.total)
                         deadline = max(deadline, time.monotonic() + extend_s)

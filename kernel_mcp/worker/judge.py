@@ -48,6 +48,10 @@ class Reporter:
         self.note_memory()
         self.send(Progress(message=message, done=done, total=total))
 
+    def memory_need(self, need_bytes: int, message: str) -> None:
+        """What the run needs of the device, measured: the caller resizes its lease reservation."""
+        self.send(Progress(message=message, memory_need_bytes=need_bytes))
+
     def tick(self, message: str, done: int = 0, total: int = 0) -> None:
         """Inside a loop (samples): sent at most once every TICK_S."""
         now = time.monotonic()
@@ -157,11 +161,38 @@ def serve(reporter: Reporter, device: Device, hosts: Hosts) -> None:
         try:
             result = run(Judging(request, device, hosts, reporter))
         except Exception as exc:  # noqa: BLE001  (a harness failure is reported, never mistaken for a pass)
-            message = "".join(traceback.format_exception(exc))[-3000:]
-            result = failed(request, "error: harness", Finding(code="harness_error", message=message))
+            result = _harness_failure(request, exc)
     result.seconds = round(time.monotonic() - started, 3)
+    estimate = _note_judge_peak(result, device)
     reporter.note_memory()
-    reporter.send(Final(result=result.model_dump(), peak_memory_bytes=reporter.peak_bytes()))
+    sampled = reporter.peak_bytes()  # device-wide readings between steps: they can miss the peak
+    peak = max(sampled or 0, estimate or 0) if sampled is not None or estimate is not None else None
+    reporter.send(Final(result=result.model_dump(), peak_memory_bytes=peak))
+
+
+def _harness_failure(request: JudgeRequest, exc: Exception) -> CheckResult | ProfileResult:
+    if type(exc).__name__ == "OutOfMemoryError":  # torch's, raised in the judge: says nothing of the candidate
+        return failed(request, "error: out of memory", Finding(code="out_of_memory", message=(
+            f"the judge ran out of device memory ({str(exc).splitlines()[0][:400]}): other processes hold the "
+            "device's memory, or the problem needs more than its estimate; the candidate was not judged")))
+    message = "".join(traceback.format_exception(exc))[-3000:]
+    return failed(request, "error: harness", Finding(code="harness_error", message=message))
+
+
+CONTEXT_BYTES = 600 << 20  # a CUDA context beside its allocations (H200, torch 2.x: ~0.5 GiB, measured)
+
+
+def _note_judge_peak(result: CheckResult | ProfileResult, device: Device) -> int | None:
+    """Notes the judge's own allocator high-water mark, from the reference's measured first run on (see
+    footprint.measure), beside the estimate the check started from. Returns the run's peak on the device
+    as it will be reserved next time: the judge's, a candidate run like the reference's own, two contexts."""
+    check = result if isinstance(result, CheckResult) else result.check
+    if check is None or check.memory is None or not device.is_gpu:
+        return None
+    import torch
+    memory = check.memory
+    memory.judge_peak_bytes = int(torch.cuda.max_memory_allocated(device.index))
+    return memory.judge_peak_bytes + (memory.reference_peak_bytes or 0) + 2 * CONTEXT_BYTES
 
 
 def private_caches() -> str:

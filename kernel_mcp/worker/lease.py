@@ -7,7 +7,9 @@ machine (CLI runs, MCP servers, the orchestrator) through lock files in ``<cache
   device while it is held, so no other process disturbs the numbers;
 * **shared** (checks, a compile's recording call, a judge's boot): any number at once, each admitted only
   while the device memory the holders reserved, plus its own need, fits (``need_bytes``; measured peaks
-  of earlier runs, see ``memory_need``), so concurrent checks do not run each other out of memory.
+  of earlier runs, see ``memory_need``; a problem never measured is admitted alone until its judge has
+  measured the reference and resized the reservation, ``Reservation.resize``), so concurrent checks do
+  not run each other out of memory.
 
 A turnstile lock in front keeps it fair: an exclusive request waits for the shared holders present, and
 shared requests arriving after it wait for it. ``flock`` locks die with their process, so a killed run
@@ -28,7 +30,10 @@ from kernel_mcp.cache import cache_root
 from kernel_mcp.worker.protocol import Device
 
 MEMORY_BUDGET = 0.9  # share of a GPU's memory that admitted checks may reserve together
-DEFAULT_NEED = 1 / 8  # share of a GPU reserved for a problem never measured before
+# A problem never measured runs alone until its judge has measured the reference (seconds) and resized
+# its reservation to what the check needs (footprint.py); KernelBench's level-1 problems range from
+# megabytes to 50 GiB, so no fixed share is safe.
+DEFAULT_NEED = 1.0
 NEED_MARGIN = 1.25  # a measured peak is reserved with this much to spare
 MIN_NEED = 256 << 20  # bytes: what a judge and a candidate host allocate beside their contexts, at least
 POLL_S = 0.2
@@ -44,8 +49,24 @@ def lease_dir() -> Path:
     return folder
 
 
+class Reservation:
+    """The device memory a shared holder reserved; ``resize`` replaces it once the run knows its need (a
+    judge that measured its problem's reference), without waiting: the run is already on the device."""
+
+    def __init__(self, ledger: Path | None, token: str):
+        self.ledger, self.token = ledger, token
+
+    def resize(self, need_bytes: int) -> None:
+        if not self.token or self.ledger is None:
+            return
+        with _ledger(self.ledger) as entries:
+            for entry in entries:
+                if entry.get("token") == self.token:
+                    entry["bytes"] = max(MIN_NEED, int(need_bytes))
+
+
 @contextmanager
-def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait | None = None) -> Iterator[None]:
+def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait | None = None) -> Iterator[Reservation]:
     """Hold ``device``'s lease for the block (see the module's docstring)."""
     folder = lease_dir()
     key = device.lease_key
@@ -61,7 +82,7 @@ def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait |
         finally:
             fcntl.flock(gate, fcntl.LOCK_UN)
         try:
-            yield
+            yield Reservation(folder / f"{key}.ledger", token)
         finally:
             if token:
                 _release(folder / f"{key}.ledger", token)

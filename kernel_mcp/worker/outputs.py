@@ -32,28 +32,32 @@ def resolve_input_refs(output: Any, shared: Any) -> Any:
     return resolve(output)
 
 
-def output_integrity(output: Any, reference: Reference, output_args: list[int], shared: Any, pristine: Any):
-    """(failure code, message) if the output has the wrong form, or the inputs were touched/aliased."""
+def output_integrity(output: Any, reference: Reference, output_args: list[int], shared: Any,
+                     pristine: Any) -> tuple[str, str, Any]:
+    """(failure code, message, the judge's copy of the output). The failure says whether the output has the
+    wrong form, or the inputs were touched/aliased; the copy (taken once the form is right) is what gets
+    compared: the candidate could still write the memory it returned."""
     # a reference that upcasts to float64 on its own (inputs in lower precision) does not fix the output
     # dtype; when an input is float64, float64 is what the task asks for
     loose_f64 = not any(t.dtype == torch.float64 for _, t in tensors.leaves(pristine))
     output = tensors.floats_as_tensors(output)  # as the reference's structure has them
     problem = _structure_error(output, reference.structure, "output", loose_f64)
     if problem:
-        return "structure", problem
+        return "structure", problem, None
+    copy = tensors.clone(output)  # each probe below undoes its flip, so this one copy also serves them all
     out_leaves = [t for _, t in tensors.leaves(output)]
-    before = [t.clone() for t in out_leaves]  # each probe below undoes its flip, so one snapshot serves all
+    before = [t for _, t in tensors.leaves(copy)]
     for i, ((path, got), (_, orig)) in enumerate(zip(tensors.leaves(shared), tensors.leaves(pristine))):
         if i in output_args:
             continue
         if not tensors.same_bytes(got, orig):
-            return "mutation", f"the candidate modified input{path} (inputs must be left unchanged)"
+            return "mutation", f"the candidate modified input{path} (inputs must be left unchanged)", None
         tensors.flip_(got)  # if an output leaf shares memory with this input, it changes too
         aliased = any(not tensors.same_bytes(t, b) for t, b in zip(out_leaves, before))
         tensors.flip_(got)
         if aliased:
-            return "alias", f"the output shares memory with input{path}; return a new tensor"
-    return "", ""
+            return "alias", f"the output shares memory with input{path}; return a new tensor", None
+    return "", "", copy
 
 
 def _structure_error(got: Any, want: Any, path: str, loose_f64: bool) -> str:

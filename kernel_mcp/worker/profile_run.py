@@ -28,7 +28,7 @@ from kernel_mcp.worker import proctree, timing
 from kernel_mcp.worker.check_run import check_on, open_session, prepare
 from kernel_mcp.worker.outputs import compare_output, extra_checks, output_integrity
 from kernel_mcp.worker.profile_verdict import decide, time_all_shapes
-from kernel_mcp.worker.reference_runtime import ReferenceRuntime
+from kernel_mcp.worker.reference_runtime import ReferenceRuntime, release_device_memory
 from kernel_mcp.worker.protocol import Device
 from kernel_mcp.worker.session import CandidateSession
 
@@ -84,6 +84,7 @@ class Profiler:
 
     # --- one timed call per contestant -------------------------------------------------------------
     def fresh_input(self, params: dict) -> Any:
+        release_device_memory(self.rt.device, cached=False)  # inputs shared earlier, once dropped
         data = self.rt.generate({**params, "seed": secrets.randbits(31)})
         self.rt.poison_outputs(data)
         floating = [t.dtype for _, t in tensors.leaves(data) if t.is_floating_point()]
@@ -95,7 +96,7 @@ class Profiler:
         data = self.fresh_input(params)
         if who.session is None:
             return self._sample_reference(who, data)
-        pristine = tensors.clone(data)
+        pristine = data  # generated for this sample alone and never given out: no copy needed (memory)
         shared = self.rt.share_copy(pristine)
         self.pause_all_but(who.session)
         started = time.perf_counter()
@@ -137,11 +138,11 @@ class Profiler:
         figures = reply.figures  # keys and value ranges checked by the session (session.FIGURE_KEYS)
         who.patched.update(figures["patched"])
         reference = self.rt.expected(pristine, params)
-        failure, message = output_integrity(reply.output, reference, self.rt.output_args, shared, pristine)
-        if not failure and not all(c.ok for c in compare_output(reply.output, reference, self.rt, params)):
+        failure, message, output = output_integrity(reply.output, reference, self.rt.output_args, shared, pristine)
+        if not failure and not all(c.ok for c in compare_output(output, reference, self.rt, params)):
             failure, message = "mismatch", "an output produced while timing does not match the reference"
         if not failure:  # the problem's own check_implementation and properties, as in check
-            failure, message = extra_checks(self.rt, pristine, reply.output)
+            failure, message = extra_checks(self.rt, pristine, output)
         if failure:
             who.failure = f"{failure}: {message}"
             return None

@@ -111,6 +111,7 @@ class Progress(_Message):
     message: str
     done: int = 0
     total: int = 0
+    memory_need_bytes: int | None = Field(None, ge=0)  # device memory the run needs, once the judge measured it
 
 
 class Final(_Message):

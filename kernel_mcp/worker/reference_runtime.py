@@ -7,6 +7,7 @@ the candidate's ``ModelNew`` gets the same seed and the Model's state_dict, so w
 from __future__ import annotations
 
 import copy
+import gc
 import importlib.util
 import inspect
 import os
@@ -20,6 +21,7 @@ import torch
 from kernel_mcp import expr, tensors
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import Finding
+from kernel_mcp.worker import trace
 from kernel_mcp.tolerance import Expected
 
 
@@ -52,6 +54,30 @@ def _private_pool(device: str) -> Any:
     return torch.cuda.MemPool()
 
 
+def _park(t: torch.Tensor) -> torch.Tensor:
+    """An expected output moved to pinned host memory: the comparison brings it back piece by piece (a
+    6 GB fp32 output has a 13 GB float64 reference, which the device need not hold while the candidate
+    runs). Pinned: copies run at the bus's speed, and torch's host allocator keeps the blocks for the next case."""
+    if t.device.type == "cpu":
+        return t
+    parked = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    parked.copy_(t)
+    return parked
+
+
+def release_device_memory(device: str, cached: bool = True) -> None:
+    """Give back what the judge holds but no longer uses: inputs shared with a candidate stay allocated
+    after the candidate dropped them until collected (torch's CUDA IPC 'limbo'), and (``cached``) freed
+    blocks stay reserved by torch's caching allocator where the candidate's process cannot use them. Not
+    the cache while timing: the reference's own allocations would then each cost a cudaMalloc."""
+    if device.startswith("cuda"):
+        if cached:
+            gc.collect()  # a tensor kept alive only by a reference cycle holds device memory until collected
+        torch.cuda.ipc_collect()
+        if cached:
+            torch.cuda.empty_cache()
+
+
 class ReferenceRuntime:
     def __init__(self, problem: Problem, device: str):
         self.problem, self.device = problem, device
@@ -65,6 +91,7 @@ class ReferenceRuntime:
         self.check_implementation = getattr(self.module, "check_implementation", None)
         self.output_args: list[int] = list(problem.spec.output_args or [])
         self.scratch_args: list[int] = []  # of output_args: inputs the reference never reads
+        self.park_float64 = False  # float64 expected outputs wait in host memory (footprint.py decides)
         self._share_pool = _private_pool(device)
 
     def share_copy(self, pristine: Any) -> Any:
@@ -92,6 +119,13 @@ class ReferenceRuntime:
         self.model = self.module.Model(*self.init_inputs).to(self.device)
         self.model64 = copy.deepcopy(self.model).to(torch.float64)
         self._takes_device = False
+
+    def weight_bytes(self) -> int:
+        """Device memory the reference holds between calls in the task dtype (a KernelBench model's
+        parameters and buffers; its float64 twin is the judge's own and not counted)."""
+        if self.problem.kind != "kernelbench":
+            return 0
+        return sum(t.nbytes for t in self.model.state_dict().values() if t.device.type != "cpu")
 
     def candidate_init(self) -> dict:
         """Extra start-up data for the candidate host (KernelBench: how to build ModelNew)."""
@@ -164,14 +198,17 @@ class ReferenceRuntime:
 
     # --- expected outputs ----------------------------------------------------------------------------
     def expected(self, pristine: Any, params: dict[str, Any]) -> Reference:
-        """ref_kernel in the task dtype (the structure, and the 'honest' error), in float64 on the same
-        input values, and on |inputs| when the tolerance needs the magnitude of the summed terms."""
+        """ref_kernel in float64 on the same input values, on |inputs| when the tolerance needs the magnitude
+        of the summed terms, and in the task dtype (the structure, and the 'honest' error). The float64 runs
+        come first, and what they return waits in host memory when the problem is large (``park_float64``),
+        so the device holds the pristine inputs and one float64 run, then the task-dtype output."""
         findings: list[Finding] = []
-        honest = tensors.floats_as_tensors(self.ref_kernel(tensors.clone(pristine)))
         ref64 = tensors.floats_as_tensors(self._float64(pristine, findings))
+        trace.mark("float64 reference made")
         magnitude = None
-        if self.problem.spec.tolerance.magnitude == "abs_inputs":
+        if ref64 is not None and self.problem.spec.tolerance.magnitude == "abs_inputs":
             magnitude = tensors.floats_as_tensors(self._float64(tensors.absolute(pristine), findings, quiet=True))
+        honest = tensors.floats_as_tensors(self.ref_kernel(tensors.clone(pristine)))
         honest_leaves = tensors.leaves(honest)
         exact = ref64 is not None
         ref_leaves = tensors.leaves(ref64) if exact else honest_leaves
@@ -185,11 +222,17 @@ class ReferenceRuntime:
     def _float64(self, data: Any, findings: list[Finding], quiet: bool = False) -> Any | None:
         try:
             out = self.ref_kernel(tensors.upcast(data), float64=True)
+            if self.park_float64:
+                out = tensors.tree_map(_park, out)
         except Exception as exc:  # noqa: BLE001  (any failure means: no float64 reference for this problem)
+            why = str(exc).split("\n")[0][:300]
+            if isinstance(exc, torch.OutOfMemoryError):
+                torch.cuda.empty_cache()  # the failed run's blocks go back to the device for the rest
+                why = "the float64 run does not fit in the device's free memory"
             if not quiet:
                 findings.append(Finding(code="no_float64_reference", severity="info",
                                         message=f"ref_kernel failed on float64 inputs ({type(exc).__name__}: "
-                                                f"{exc}); comparing with the task-dtype reference"))
+                                                f"{why}); comparing with the task-dtype reference"))
             return None
         low = [p for p, t in tensors.leaves(out) if t.is_floating_point() and t.dtype != torch.float64]
         if low:

@@ -80,7 +80,8 @@ class LocalRunner:
         self._devices[device] = ready.device
         exclusive = request.mode == "profile"
         need = 0 if exclusive else lease.memory_need(ready.device, _problem_key(problem))
-        with lease.hold(ready.device, exclusive, need, on_wait=lambda message: say(message, 0, 0)):
+        with lease.hold(ready.device, exclusive, need, on_wait=lambda message: say(message, 0, 0)) as reservation:
+            judge.on_memory_need = lambda measured: reservation.resize(int(measured * lease.NEED_MARGIN))
             final = judge.run(request, timeout, say)
         lease.record_peak(ready.device, _problem_key(problem), final.peak_memory_bytes)
         try:

@@ -1,6 +1,7 @@
 """Phase timestamps, to find where a call's seconds go (a developer's aid, off unless asked for).
 
-``KERNEL_MCP_TRACE=FILE kernel-mcp check ...`` appends one line per phase, ``<unix time> <pid> <label>``, from
+``KERNEL_MCP_TRACE=FILE kernel-mcp check ...`` appends one line per phase, ``<unix time> <pid> <label>``
+(and, in a process using a GPU, the device memory its allocator holds and its high-water mark), from
 the calling process and from its judge (which is told the file in its boot message: its environment is
 allowlisted). Candidate processes never write here; the judge marks what it sees of them. Lines from
 several processes interleave by time: ``sort -n FILE`` gives the timeline.
@@ -8,6 +9,7 @@ several processes interleave by time: ``sort -n FILE`` gives the timeline.
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 VAR = "KERNEL_MCP_TRACE"
@@ -28,6 +30,14 @@ def mark(label: str) -> None:
         return
     try:
         with open(_path[0], "a", encoding="utf-8") as handle:
-            handle.write(f"{time.time():.3f} {os.getpid()} {label}\n")
+            handle.write(f"{time.time():.3f} {os.getpid()} {label}{_memory()}\n")
     except OSError:
         pass  # a trace is never worth failing a call for
+
+
+def _memory() -> str:
+    torch = sys.modules.get("torch")  # never imported for a trace
+    if torch is None or not torch.cuda.is_initialized():
+        return ""
+    return (f" [device memory {torch.cuda.memory_allocated() / 2**30:.2f} GiB, "
+            f"peak {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB]")

@@ -1,0 +1,127 @@
+"""KernelBench at its published sizes (issue 13): every problem's own ``Model`` checked as the candidate
+(``ModelNew = Model``), which must pass; verdicts, time and device memory per problem.
+
+    python bench/kernelbench_bench.py OUT_DIR [--root DIR] [--levels 1 2 3] [--only SUBSTRING]
+                                      [--jobs 4] [--fresh-seeds 1] [--budget-s 540]
+
+DIR is KernelBench's ``KernelBench`` folder (level1/, level2/, level3/; default: the team's copy in
+../shared/benchmarks). Checks run ``jobs`` at a time, side by side on one GPU as agents would run them
+(admitted by the device-memory lease); no new check starts after ``budget-s`` (those are listed as not
+run). Writes OUT_DIR/kernelbench.jsonl (one row per problem, appended as each ends) and prints a summary:
+passes per level, the verdict mix, and the judge's peak device memory against the reference's own.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_ROOT = REPO.parent / "shared" / "benchmarks" / "kernelbench" / "KernelBench"
+GiB = float(1 << 30)
+
+
+def problems(root: Path, levels: list[int], only: str) -> list[tuple[int, Path]]:
+    return [(level, path) for level in levels for path in sorted((root / f"level{level}").glob("*.py"),
+                                                                 key=lambda p: int(p.name.split("_")[0]))
+            if only in path.name]
+
+
+def own_model_candidate(problem: Path, folder: Path) -> Path:
+    candidate = folder / f"own_{problem.name}"
+    candidate.write_text(problem.read_text() + "\n\nModelNew = Model\n")
+    return candidate
+
+
+def row_of(level: int, problem: Path, result, seconds: float) -> dict:
+    memory = result.memory
+    failing = next((f for f in reversed(result.findings) if f.severity == "error"), None)
+    precision = next((f.message for f in result.findings if f.code == "precision"), "")
+    return {"level": level, "problem": problem.name, "verdict": result.verdict, "passed": result.passed,
+            "seconds": round(seconds, 2),
+            "reference_peak": memory.reference_peak_bytes if memory else None,
+            "judge_peak": memory.judge_peak_bytes if memory else None,
+            "check_need": memory.check_need_bytes if memory else None,
+            "finding": f"{failing.code}: {failing.message[:400]}" if failing else "",
+            "tf32": "TF32" in precision}
+
+
+def run_all(args) -> list[dict]:
+    from kernel_mcp.tools.check import check
+    todo = problems(args.root, args.levels, args.only)
+    out = args.out_dir / "kernelbench.jsonl"
+    lock, rows, started = threading.Lock(), [], time.monotonic()
+    folder = Path(tempfile.mkdtemp(prefix="kb-candidates-"))
+
+    def one(item: tuple[int, Path]) -> None:
+        level, problem = item
+        if time.monotonic() - started > args.budget_s:
+            row = {"level": level, "problem": problem.name, "verdict": "not run (budget)", "passed": None}
+        else:
+            begun = time.monotonic()
+            try:
+                result = check(problem, own_model_candidate(problem, folder), device=args.device,
+                               fresh_seeds=args.fresh_seeds)
+                row = row_of(level, problem, result, time.monotonic() - begun)
+            except Exception as exc:  # noqa: BLE001  (a usage error is a row too)
+                row = {"level": level, "problem": problem.name, "verdict": f"raised {type(exc).__name__}",
+                       "passed": False, "finding": str(exc)[:400], "seconds": round(time.monotonic() - begun, 2)}
+        with lock:
+            rows.append(row)
+            with open(out, "a") as handle:
+                handle.write(json.dumps(row) + "\n")
+            print(f"[{len(rows)}/{len(todo)}] L{level} {problem.name}: {row['verdict']} "
+                  f"({row.get('seconds', 0)} s) {row.get('finding', '')[:160]}", flush=True)
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        list(pool.map(one, todo))
+    return rows
+
+
+def summary(rows: list[dict]) -> str:
+    lines = ["| level | problems | passed | not run | verdicts (other than pass) |", "|---|---|---|---|---|"]
+    for level in sorted({r["level"] for r in rows}):
+        mine = [r for r in rows if r["level"] == level]
+        ran = [r for r in mine if r["passed"] is not None]
+        mix = Counter(r["verdict"] for r in ran if not r["passed"])
+        lines.append(f"| {level} | {len(mine)} | {sum(bool(r['passed']) for r in ran)} | {len(mine) - len(ran)} | "
+                     + ", ".join(f"{v} x{n}" for v, n in mix.most_common()) + " |")
+    big = [r for r in rows if r.get("reference_peak") and r.get("judge_peak") and r["reference_peak"] >= GiB]
+    if big:
+        ratios = sorted(r["judge_peak"] / r["reference_peak"] for r in big)
+        worst = max(big, key=lambda r: r["judge_peak"] / r["reference_peak"])
+        lines += ["", f"judge peak / reference's own peak, {len(big)} problems whose reference peaks at >= 1 GiB: "
+                  f"median {statistics.median(ratios):.2f}, max {ratios[-1]:.2f} ({worst['problem']}: judge "
+                  f"{worst['judge_peak'] / GiB:.1f} GiB, reference {worst['reference_peak'] / GiB:.1f} GiB)"]
+    timed = [r["seconds"] for r in rows if r.get("seconds")]
+    if timed:
+        lines.append(f"seconds per check: median {statistics.median(timed):.1f}, max {max(timed):.1f}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--only", default="")
+    parser.add_argument("--jobs", type=int, default=4)
+    parser.add_argument("--fresh-seeds", type=int, default=1)
+    parser.add_argument("--budget-s", type=float, default=540.0)
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    rows = run_all(args)
+    text = summary(rows)
+    (args.out_dir / "kernelbench_summary.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

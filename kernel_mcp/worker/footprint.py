@@ -1,0 +1,92 @@
+"""How much device memory checking a problem takes, known before any candidate runs.
+
+The judge runs the problem's reference once, alone, on its first test and measures its peak P (the
+allocator's high-water mark above what was held before, plus a KernelBench model's own weights), with
+the inputs' size I and the output's size O. A check's device memory, judge and candidate together, then
+peaks at the larger of two moments:
+
+* the candidate's call: the judge holds the pristine inputs, the copy shared with the candidate and the
+  reference's task-dtype output, the candidate runs (about P, its inputs being the shared copy), then the
+  judge copies its output: P + I + 2*O;
+* the float64 reference: the pristine inputs and a float64 run (about 2*P), beside the output the
+  candidate keeps until the judge's next call: I + 2*P + O.
+
+Each side gives back its cached blocks between the two (``release_device_memory``; the candidate host
+after each call). The float64 expected outputs stay on the device while the whole fits in KEEP_SHARE of
+it, and wait in pinned host memory otherwise (the comparison runs in pieces either way,
+``tolerance.CHUNK``). A float64 run that does not fit falls back to the task-dtype reference with doubled
+bounds, so a problem is refused up front only when the candidate's call itself cannot fit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kernel_mcp import tensors
+
+GiB = float(1 << 30)
+KEEP_SHARE = 1 / 8  # float64 references stay on the device while the check needs at most this share of it
+
+
+@dataclass
+class Footprint:
+    reference_peak: int  # bytes: the reference's own run (inputs, weights, temporaries, output)
+    inputs: int
+    outputs: int
+    float64_outputs: int = 0  # bytes of the float64 expected outputs of one case
+
+    @property
+    def call_need(self) -> int:
+        return self.reference_peak + self.inputs + 2 * self.outputs
+
+    def need(self, parked: bool) -> int:
+        float64_run = self.inputs + 2 * self.reference_peak + self.outputs
+        return max(self.call_need, float64_run) + (0 if parked else self.float64_outputs)
+
+    def park(self, total_bytes: int | None) -> bool:
+        """Do the float64 expected outputs wait in host memory on a device of ``total_bytes``?"""
+        return bool(total_bytes) and self.need(parked=False) > KEEP_SHARE * total_bytes
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(t.nbytes for _, t in tensors.leaves(tree))
+
+
+def measure(runtime, test: dict) -> Footprint:
+    """Run the reference once on ``test`` (which also performs its lazy imports before any candidate
+    exists) and measure it. Raises what the reference raises."""
+    cuda = runtime.device.startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize(runtime.device)
+        torch.cuda.reset_peak_memory_stats(runtime.device)
+        held = torch.cuda.memory_allocated(runtime.device)
+    data = runtime.generate(test)
+    inputs = _nbytes(data)
+    out = tensors.floats_as_tensors(runtime.ref_kernel(data))
+    outputs = _nbytes(out)
+    copies = 2 if runtime.problem.spec.tolerance.magnitude == "abs_inputs" else 1
+    float64 = copies * sum(8 * t.numel() for _, t in tensors.leaves(out) if t.is_floating_point())
+    del data, out
+    if not cuda:
+        return Footprint(reference_peak=0, inputs=inputs, outputs=outputs, float64_outputs=float64)
+    torch.cuda.synchronize(runtime.device)
+    peak = torch.cuda.max_memory_allocated(runtime.device) - held
+    return Footprint(reference_peak=peak + runtime.weight_bytes(), inputs=inputs, outputs=outputs,
+                     float64_outputs=float64)
+
+
+def device_total(device: str) -> int | None:
+    return torch.cuda.get_device_properties(device).total_memory if device.startswith("cuda") else None
+
+
+def refusal(footprint: Footprint, total_bytes: int | None) -> str:
+    """Why this problem cannot be checked on a device of ``total_bytes`` ('' when it fits or is unmeasured)."""
+    if not total_bytes or not footprint.reference_peak or footprint.call_need <= total_bytes:
+        return ""
+    return (f"checking this problem needs at least {footprint.call_need / GiB:.1f} GiB of device memory and "
+            f"the device has {total_bytes / GiB:.1f} GiB: the reference alone peaks at "
+            f"{footprint.reference_peak / GiB:.1f} GiB, and while the candidate runs the judge also keeps the "
+            f"inputs ({footprint.inputs / GiB:.1f} GiB) pristine and the output ({footprint.outputs / GiB:.1f} "
+            "GiB) to compare with. Use smaller shapes")

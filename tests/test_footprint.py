@@ -1,0 +1,39 @@
+"""The memory a check needs, known before a candidate runs: measured on the reference, refused up front
+when it cannot fit (GPU halves in test_gpu.py)."""
+from kernel_mcp.problem import load_problem
+from kernel_mcp.worker import footprint
+from kernel_mcp.worker.reference_runtime import ReferenceRuntime
+
+from conftest import kernelbench_files
+
+SOFTMAX = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+def get_inputs():
+    return [torch.randn(64, 1000)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_check_needs_the_larger_of_the_candidates_call_and_the_float64_run():
+    needs = footprint.Footprint(reference_peak=10 << 30, inputs=4 << 30, outputs=3 << 30, float64_outputs=6 << 30)
+    assert needs.call_need == (10 + 4 + 6) << 30
+    assert needs.need(parked=True) == (4 + 20 + 3) << 30  # the float64 run is the larger moment here
+    assert needs.need(parked=False) == (27 + 6) << 30
+    assert not needs.park(300 << 30) and needs.park(200 << 30)  # kept while within 1/8 of the device
+    assert footprint.refusal(needs, 20 << 30) == ""
+    message = footprint.refusal(needs, 16 << 30)
+    assert "at least 20.0 GiB" in message and "has 16.0 GiB" in message and "alone peaks at 10.0 GiB" in message
+    unmeasured = footprint.Footprint(reference_peak=0, inputs=4 << 30, outputs=3 << 30)  # a CPU run
+    assert footprint.refusal(unmeasured, 1 << 30) == "" and footprint.refusal(needs, None) == ""
+    assert not unmeasured.park(None)
+
+
+def test_the_measurement_counts_the_references_inputs_and_outputs(tmp_path):
+    problem, _, _ = kernelbench_files(tmp_path, SOFTMAX, "def forward(self, x):\n    return x\n")
+    needs = footprint.measure(ReferenceRuntime(load_problem(problem), "cpu"), {"seed": 1})
+    assert needs.inputs == needs.outputs == 64 * 1000 * 4 and needs.float64_outputs == 64 * 1000 * 8
+    assert needs.reference_peak == 0  # the allocator's high-water mark exists on GPUs only
