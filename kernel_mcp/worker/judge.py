@@ -179,9 +179,6 @@ def _harness_failure(request: JudgeRequest, exc: Exception) -> CheckResult | Pro
     return failed(request, "error: harness", Finding(code="harness_error", message=message))
 
 
-CONTEXT_BYTES = 600 << 20  # a CUDA context beside its allocations (H200, torch 2.x: ~0.5 GiB, measured)
-
-
 def _note_judge_peak(result: CheckResult | ProfileResult, device: Device) -> int | None:
     """Notes the judge's own allocator high-water mark, from the reference's measured first run on (see
     footprint.measure), beside the estimate the check started from. Returns the run's peak on the device
@@ -190,9 +187,11 @@ def _note_judge_peak(result: CheckResult | ProfileResult, device: Device) -> int
     if check is None or check.memory is None or not device.is_gpu:
         return None
     import torch
+
+    from kernel_mcp.worker import lease
     memory = check.memory
     memory.judge_peak_bytes = int(torch.cuda.max_memory_allocated(device.index))
-    return memory.judge_peak_bytes + (memory.reference_peak_bytes or 0) + 2 * CONTEXT_BYTES
+    return memory.judge_peak_bytes + (memory.reference_peak_bytes or 0) + lease.CONTEXTS_BYTES
 
 
 def private_caches() -> str:

@@ -36,6 +36,7 @@ MEMORY_BUDGET = 0.9  # share of a GPU's memory that admitted checks may reserve 
 DEFAULT_NEED = 1.0
 NEED_MARGIN = 1.25  # a measured peak is reserved with this much to spare
 MIN_NEED = 256 << 20  # bytes: what a judge and a candidate host allocate beside their contexts, at least
+CONTEXTS_BYTES = 2 * (600 << 20)  # a judge's and a candidate host's CUDA contexts (~0.5 GiB each on an H200)
 POLL_S = 0.2
 MOMENT_S = 0.25  # a shorter wait is another request passing the turnstile, not worth saying
 REPEAT_S = 30.0  # a long wait is said again this often

@@ -91,7 +91,7 @@ def _structure_error(got: Any, want: Any, path: str, loose_f64: bool) -> str:
 
 def compare_output(output: Any, reference: Reference, rt: ReferenceRuntime, params: dict) -> list[Comparison]:
     output = tensors.floats_as_tensors(output)
-    k = rt.reduction_length(params)
+    k = rt.reduction_length(params, reference)
     policy = rt.problem.spec.tolerance
     return [compare(got, exp, policy, k, leaf=path)
             for (path, got), (_, exp) in zip(tensors.leaves(output), reference.leaves)]

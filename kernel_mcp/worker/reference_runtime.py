@@ -22,7 +22,7 @@ from kernel_mcp import expr, tensors
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import Finding
 from kernel_mcp.worker import trace
-from kernel_mcp.tolerance import Expected
+from kernel_mcp.tolerance import Expected, inferred_reduction_length
 
 
 @dataclass
@@ -32,6 +32,7 @@ class Reference:
     structure: Any  # the task-dtype output of ref_kernel: types, shapes, dtypes, devices to match
     leaves: list[tuple[str, Expected]]
     findings: list[Finding] = field(default_factory=list)
+    inferred_k: float = 1.0  # tolerance.inferred_reduction_length, for problems that declare no K
 
 
 def _import_file(path: Path, name: str, search: list[Path]) -> Any:
@@ -217,7 +218,8 @@ class ReferenceRuntime:
         for (path, h), (_, r), m in zip(honest_leaves, ref_leaves, mag_leaves):
             out.append((path, Expected(ref=r.detach(), honest=h.detach() if exact else None,
                                        magnitude=None if m is None else m[1].detach(), exact64=exact)))
-        return Reference(structure=honest, leaves=out, findings=findings)
+        elements = [sum(t.numel() for _, t in tensors.leaves(tree) if t.is_floating_point()) for tree in (pristine, honest)]
+        return Reference(structure=honest, leaves=out, findings=findings, inferred_k=inferred_reduction_length(*elements))
 
     def _float64(self, data: Any, findings: list[Finding], quiet: bool = False) -> Any | None:
         try:
@@ -243,5 +245,9 @@ class ReferenceRuntime:
             return None
         return out
 
-    def reduction_length(self, params: dict[str, Any]) -> float:
-        return expr.evaluate(self.problem.spec.tolerance.K, params)
+    def reduction_length(self, params: dict[str, Any], reference: Reference | None = None) -> float:
+        """The problem's declared K, or (none declared) what its inputs' and outputs' sizes suggest."""
+        policy = self.problem.spec.tolerance
+        if "K" in policy.model_fields_set or reference is None:
+            return expr.evaluate(policy.K, params)
+        return reference.inferred_k

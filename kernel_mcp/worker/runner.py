@@ -81,7 +81,8 @@ class LocalRunner:
         exclusive = request.mode == "profile"
         need = 0 if exclusive else lease.memory_need(ready.device, _problem_key(problem))
         with lease.hold(ready.device, exclusive, need, on_wait=lambda message: say(message, 0, 0)) as reservation:
-            judge.on_memory_need = lambda measured: reservation.resize(int(measured * lease.NEED_MARGIN))
+            judge.on_memory_need = lambda measured: reservation.resize(
+                int(measured * lease.NEED_MARGIN) + lease.CONTEXTS_BYTES)  # the judge measures allocations only
             final = judge.run(request, timeout, say)
         lease.record_peak(ready.device, _problem_key(problem), final.peak_memory_bytes)
         try:
