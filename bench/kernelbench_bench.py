@@ -1,13 +1,14 @@
 """KernelBench at its published sizes (issue 13): every problem's own ``Model`` checked as the candidate
-(``ModelNew = Model``), which must pass; verdicts, time and device memory per problem.
+(``ModelNew = Model``), which must pass, or (``--candidate zeros``) a ModelNew returning zeros, which must
+fail unless the problem is reported degenerate; verdicts, time and device memory per problem.
 
     python bench/kernelbench_bench.py OUT_DIR [--root DIR] [--levels 1 2 3] [--only SUBSTRING]
-                                      [--jobs 4] [--fresh-seeds 1] [--budget-s 540]
+                                      [--candidate own|zeros] [--jobs 4] [--fresh-seeds 1] [--budget-s 540]
 
 DIR is KernelBench's ``KernelBench`` folder (level1/, level2/, level3/; default: the team's copy in
 ../shared/benchmarks). Checks run ``jobs`` at a time, side by side on one GPU as agents would run them
 (admitted by the device-memory lease); no new check starts after ``budget-s`` (those are listed as not
-run). Writes OUT_DIR/kernelbench.jsonl (one row per problem, appended as each ends) and prints a summary:
+run). Writes OUT_DIR/kernelbench_<candidate>.jsonl (one row per problem, appended as each ends) and prints a summary:
 passes per level, the verdict mix, and the judge's peak device memory against the reference's own.
 """
 from __future__ import annotations
@@ -33,15 +34,23 @@ def problems(root: Path, levels: list[int], only: str) -> list[tuple[int, Path]]
             if only in path.name]
 
 
-def own_model_candidate(problem: Path, folder: Path) -> Path:
-    candidate = folder / f"own_{problem.name}"
-    candidate.write_text(problem.read_text() + "\n\nModelNew = Model\n")
+CANDIDATES = {  # appended to the problem's own source
+    "own": "\n\nModelNew = Model\n",  # must pass
+    "zeros": ("\n\nclass ModelNew(Model):\n    def forward(self, *args):\n"  # must fail, or the problem is degenerate
+              "        return torch.zeros_like(super().forward(*args))\n"),
+}
+
+
+def candidate_file(problem: Path, folder: Path, kind: str) -> Path:
+    candidate = folder / f"{kind}_{problem.name}"
+    candidate.write_text(problem.read_text() + CANDIDATES[kind])
     return candidate
 
 
 def row_of(level: int, problem: Path, result, seconds: float) -> dict:
     memory = result.memory
-    failing = next((f for f in reversed(result.findings) if f.severity == "error"), None)
+    failing = next((f for f in reversed(result.findings) if f.severity == "error" or f.code == "degenerate_problem"),
+                   None)
     precision = next((f.message for f in result.findings if f.code == "precision"), "")
     return {"level": level, "problem": problem.name, "verdict": result.verdict, "passed": result.passed,
             "seconds": round(seconds, 2),
@@ -55,20 +64,21 @@ def row_of(level: int, problem: Path, result, seconds: float) -> dict:
 def run_all(args) -> list[dict]:
     from kernel_mcp.tools.check import check
     todo = problems(args.root, args.levels, args.only)
-    out = args.out_dir / "kernelbench.jsonl"
+    out = args.out_dir / f"kernelbench_{args.candidate}.jsonl"
     lock, rows, started = threading.Lock(), [], time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix="kb-candidates-"))
 
     def one(item: tuple[int, Path]) -> None:
         level, problem = item
         if time.monotonic() - started > args.budget_s:
-            row = {"level": level, "problem": problem.name, "verdict": "not run (budget)", "passed": None}
+            row = {"level": level, "problem": problem.name, "verdict": "not run (budget)", "passed": None,
+                   "candidate": args.candidate}
         else:
             begun = time.monotonic()
             try:
-                result = check(problem, own_model_candidate(problem, folder), device=args.device,
+                result = check(problem, candidate_file(problem, folder, args.candidate), device=args.device,
                                fresh_seeds=args.fresh_seeds)
-                row = row_of(level, problem, result, time.monotonic() - begun)
+                row = {**row_of(level, problem, result, time.monotonic() - begun), "candidate": args.candidate}
             except Exception as exc:  # noqa: BLE001  (a usage error is a row too)
                 row = {"level": level, "problem": problem.name, "verdict": f"raised {type(exc).__name__}",
                        "passed": False, "finding": str(exc)[:400], "seconds": round(time.monotonic() - begun, 2)}
@@ -115,11 +125,12 @@ def main() -> None:
     parser.add_argument("--fresh-seeds", type=int, default=1)
     parser.add_argument("--budget-s", type=float, default=540.0)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--candidate", choices=sorted(CANDIDATES), default="own")
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     rows = run_all(args)
     text = summary(rows)
-    (args.out_dir / "kernelbench_summary.md").write_text(text + "\n")
+    (args.out_dir / f"kernelbench_{args.candidate}_summary.md").write_text(text + "\n")
     print(text)
 
 

@@ -278,3 +278,32 @@ def test_a_reference_that_refuses_a_poisoned_input_has_read_it(tmp_path):
     result = check(folder, own, device="cpu")
     assert result.passed, result
     assert not any(f.code == "output_buffers" for f in result.findings), result.findings
+
+
+TF32_REFERENCE = """
+    import torch
+    def tf32(t):  # a reference that is only TF32-accurate, as PyTorch's default convolutions are
+        return ((t.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32) if t.dtype == torch.float32 else t
+    def generate_input(m, k, n, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    def ref_kernel(data):
+        a, b = data
+        return tf32(a) @ tf32(b)
+"""
+
+
+@pytest.mark.parametrize("name, body, verdict", [
+    ("tf32_summed_in_blocks", "a, b = map(tf32, data)\n    return sum(a[:, s:s + 64] @ b[s:s + 64] for s in range(0, a.shape[1], 64))", "pass"),
+    ("exact_fp32", "a, b = data\n    return a @ b", "pass"),
+    ("bf16_inputs", "a, b = data\n    return a.bfloat16().float() @ b.bfloat16().float()", "fail: mismatch"),
+])
+def test_a_candidate_is_held_to_its_references_precision_not_below_it(tmp_path, name, body, verdict):
+    """The bounds follow the reference's own accuracy (no tolerance declared): a TF32-accurate reference
+    admits TF32 arithmetic in another order and anything more accurate, not one precision step below."""
+    folder = make_problem(tmp_path, TF32_REFERENCE, tests="[{m: 64, k: 512, n: 48, seed: 1}, {m: 17, k: 300, n: 5, seed: 2}]")
+    candidate = tmp_path / f"{name}.py"
+    helper = TF32_REFERENCE.split("def generate_input")[0]
+    candidate.write_text(textwrap.dedent(helper) + f"def custom_kernel(data):\n    {body}\n")
+    result = check(folder, candidate, device="cpu", fresh_seeds=3)
+    assert result.verdict == verdict, result
