@@ -37,3 +37,32 @@ def test_the_measurement_counts_the_references_inputs_and_outputs(tmp_path):
     needs = footprint.measure(ReferenceRuntime(load_problem(problem), "cpu"), {"seed": 1})
     assert needs.inputs == needs.outputs == 64 * 1000 * 4 and needs.float64_outputs == 64 * 1000 * 8
     assert needs.reference_peak == 0  # the allocator's high-water mark exists on GPUs only
+
+
+SLOW_REFERENCE = """
+import time
+import torch
+def generate_input(n, seed):
+    return (torch.randn(n, generator=torch.Generator().manual_seed(seed)),)
+def ref_kernel(data):
+    time.sleep(0.3)  # a large problem's reference takes its time
+    return data[0] * 2
+"""
+
+
+def test_a_call_may_take_longer_when_the_problems_own_reference_is_slow(tmp_path):
+    """The task allows 1 s per call; the reference alone takes 0.3 s, so a candidate gets 20x that (6 s):
+    one taking 2 s passes, one that hangs still times out."""
+    from kernel_mcp.tools.check import check
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    (folder / "task.yml").write_text("tests: [{n: 64, seed: 1}]\nkernel_mcp:\n  timeouts: {call: 1}\n")
+    (folder / "reference.py").write_text(SLOW_REFERENCE)
+    slow = tmp_path / "slow_candidate.py"
+    slow.write_text("import time\ndef custom_kernel(data):\n    time.sleep(2)\n    return data[0] * 2\n")
+    hangs = tmp_path / "hangs.py"
+    hangs.write_text("import time\ndef custom_kernel(data):\n    time.sleep(600)\n")
+    assert check(folder, slow, device="cpu").passed
+    assert check(folder, hangs, device="cpu").verdict == "fail: timeout"
+    needs = footprint.Footprint(reference_peak=0, inputs=0, outputs=0, reference_seconds=0.3)
+    assert needs.call_timeout(1.0) == 6.0 and needs.call_timeout(180.0) == 180.0

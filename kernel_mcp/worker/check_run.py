@@ -79,21 +79,34 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
         result.findings.append(Finding(code="problem_error", message=f"the reference failed on test 0: "
                                        f"{type(exc).__name__}: {str(exc)[:2000]}"))
         return result, None
-    total = footprint.device_total(device)
-    runtime.park_float64 = needs.park(total)
-    need = needs.need(parked=runtime.park_float64)
-    result.memory = MemoryUse(reference_peak_bytes=needs.reference_peak or None,
-                              check_need_bytes=need if needs.reference_peak else None,
-                              float64_in_host_memory=runtime.park_float64)
-    if needs.reference_peak:
-        judging.reporter.memory_need(need, f"the reference measured: a check needs about {need / footprint.GiB:.1f} "
-                                     "GiB of device memory")
-    refused = footprint.refusal(needs, total)
+    refused = _fit(judging, runtime, needs, result)
     if refused:
         result.verdict = "error: too large"
         result.findings.append(Finding(code="too_large", message=refused))
         return result, None
     return result, runtime
+
+
+def _fit(judging: Judging, runtime: ReferenceRuntime, needs: footprint.Footprint, result: CheckResult) -> str:
+    """Size the run from the reference's measured footprint: where float64 references wait, how long a
+    call may take, what the caller reserves of the device and waits for. Returns why the problem cannot
+    be checked on this device ('' when it can)."""
+    problem = runtime.problem
+    total = footprint.device_total(runtime.device)
+    runtime.park_float64 = needs.park(total)
+    need = needs.need(parked=runtime.park_float64) if needs.reference_peak else None
+    result.memory = MemoryUse(reference_peak_bytes=needs.reference_peak or None, check_need_bytes=need,
+                              float64_in_host_memory=runtime.park_float64)
+    declared = problem.spec.timeouts.call
+    runtime.call_timeout = needs.call_timeout(declared)
+    cases = len(problem.tests) * (1 + (judging.request.fresh_seeds or problem.spec.fresh_seeds))
+    seconds = needs.run_seconds(cases, declared)
+    seconds = seconds if seconds > problem.spec.timeouts.total else None  # the declared budget holds otherwise
+    if need or seconds:
+        memory = f", a check needs about {need / footprint.GiB:.1f} GiB of device memory" if need else ""
+        judging.reporter.needs(f"the reference measured: {needs.reference_seconds:.1f} s{memory}",
+                               memory_bytes=need, seconds=seconds)
+    return footprint.refusal(needs, total)
 
 
 def open_session(judging: Judging, runtime: ReferenceRuntime, candidate: Path) -> CandidateSession:
@@ -177,7 +190,7 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
     shared = rt.share_copy(pristine)
     release_device_memory(rt.device)  # the float64 run's blocks, for the candidate's process to use
     trace.mark(f"{case.name}: inputs shared")
-    reply = session.call(case_id, shared, rt.problem.spec.timeouts.call)
+    reply = session.call(case_id, shared, rt.call_timeout)
     base = dict(name=case.name, params=case.shown)
     if reply.kind != "output":
         return CaseResult(**base, passed=False, failure=reply.kind, message=reply.message)

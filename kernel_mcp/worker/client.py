@@ -127,6 +127,8 @@ class JudgeProcess:
                     if isinstance(message, Progress):
                         if message.memory_need_bytes is not None and self.on_memory_need:
                             self.on_memory_need(message.memory_need_bytes)
+                        if message.seconds_need:  # the judge measured a large problem: its deadline grows
+                            deadline = max(deadline, time.monotonic() + message.seconds_need)
                         if on_progress:
                             on_progress(message.message, message.done, message.total)
                         deadline = max(deadline, time.monotonic() + extend_s)

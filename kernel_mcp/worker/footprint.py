@@ -19,6 +19,7 @@ bounds, so a problem is refused up front only when the candidate's call itself c
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,12 +31,26 @@ GiB = float(1 << 30)
 KEEP_SHARE = 1 / 8  # float64 references stay on the device while the check needs at most this share of it
 
 
+CALL_FACTOR = 20.0  # a candidate's call may take this many times the reference's run (a first call compiles)
+FLOAT64_FACTOR = 50.0  # a float64 run may take this many times the task-dtype one (no TF32/tensor cores)
+
+
 @dataclass
 class Footprint:
     reference_peak: int  # bytes: the reference's own run (inputs, weights, temporaries, output)
     inputs: int
     outputs: int
     float64_outputs: int = 0  # bytes of the float64 expected outputs of one case
+    reference_seconds: float = 0.0  # wall time of making the inputs and running the reference once
+
+    def call_timeout(self, declared: float) -> float:
+        """Seconds a candidate's call may take: the task's timeout, or more for a problem whose own
+        reference is slow (a 6 GB input is not served in a budget meant for small shapes)."""
+        return max(declared, CALL_FACTOR * self.reference_seconds)
+
+    def run_seconds(self, cases: int, declared_call: float) -> float:
+        """Seconds the rest of a check may take: per case, the candidate's call and the judge's own runs."""
+        return cases * (self.call_timeout(declared_call) + (FLOAT64_FACTOR + 3) * self.reference_seconds)
 
     @property
     def call_need(self) -> int:
@@ -58,6 +73,7 @@ def measure(runtime, test: dict) -> Footprint:
     """Run the reference once on ``test`` (which also performs its lazy imports before any candidate
     exists) and measure it. Raises what the reference raises."""
     cuda = runtime.device.startswith("cuda")
+    started = time.perf_counter()
     if cuda:
         torch.cuda.synchronize(runtime.device)
         torch.cuda.reset_peak_memory_stats(runtime.device)
@@ -70,11 +86,12 @@ def measure(runtime, test: dict) -> Footprint:
     float64 = copies * sum(8 * t.numel() for _, t in tensors.leaves(out) if t.is_floating_point())
     del data, out
     if not cuda:
-        return Footprint(reference_peak=0, inputs=inputs, outputs=outputs, float64_outputs=float64)
+        return Footprint(reference_peak=0, inputs=inputs, outputs=outputs, float64_outputs=float64,
+                         reference_seconds=time.perf_counter() - started)
     torch.cuda.synchronize(runtime.device)
     peak = torch.cuda.max_memory_allocated(runtime.device) - held
     return Footprint(reference_peak=peak + runtime.weight_bytes(), inputs=inputs, outputs=outputs,
-                     float64_outputs=float64)
+                     float64_outputs=float64, reference_seconds=time.perf_counter() - started)
 
 
 def device_total(device: str) -> int | None:

@@ -48,9 +48,10 @@ class Reporter:
         self.note_memory()
         self.send(Progress(message=message, done=done, total=total))
 
-    def memory_need(self, need_bytes: int, message: str) -> None:
-        """What the run needs of the device, measured: the caller resizes its lease reservation."""
-        self.send(Progress(message=message, memory_need_bytes=need_bytes))
+    def needs(self, message: str, memory_bytes: int | None, seconds: float | None) -> None:
+        """What the run needs, measured on the reference: the caller resizes its lease reservation to the
+        device memory, and gives the run at least ``seconds`` more before calling the judge stuck."""
+        self.send(Progress(message=message, memory_need_bytes=memory_bytes, seconds_need=seconds))
 
     def tick(self, message: str, done: int = 0, total: int = 0) -> None:
         """Inside a loop (samples): sent at most once every TICK_S."""

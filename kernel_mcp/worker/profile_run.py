@@ -102,7 +102,7 @@ class Profiler:
         started = time.perf_counter()
         try:
             reply = who.session.time(who.calls, shared, {"mode": mode, "cache_bytes": self.flusher.nbytes},
-                                     self.rt.problem.spec.timeouts.call)
+                                     self.rt.call_timeout)
         finally:
             wall_ms = (time.perf_counter() - started) * 1e3
             self.resume_all()
@@ -220,7 +220,7 @@ class Profiler:
                 return timing.graph_replay_ms(self.rt.ref_kernel, self.fresh_input(params))
             reply = who.session.time(-1, self.rt.share_copy(self.fresh_input(params)),
                                      {"mode": "graph", "cache_bytes": self.flusher.nbytes},
-                                     self.rt.problem.spec.timeouts.call)
+                                     self.rt.call_timeout)
             return float(reply.figures["graph_ms"]) if reply.kind == "output" else None
         except Exception:  # noqa: BLE001  (capture is not possible for every kernel: then no figure)
             return None

@@ -112,6 +112,7 @@ class Progress(_Message):
     done: int = 0
     total: int = 0
     memory_need_bytes: int | None = Field(None, ge=0)  # device memory the run needs, once the judge measured it
+    seconds_need: float | None = Field(None, ge=0)  # time the rest of the run may take (large problems), from now
 
 
 class Final(_Message):

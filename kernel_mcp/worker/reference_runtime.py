@@ -93,6 +93,7 @@ class ReferenceRuntime:
         self.output_args: list[int] = list(problem.spec.output_args or [])
         self.scratch_args: list[int] = []  # of output_args: inputs the reference never reads
         self.park_float64 = False  # float64 expected outputs wait in host memory (footprint.py decides)
+        self.call_timeout = problem.spec.timeouts.call  # seconds; footprint.py lengthens it for slow problems
         self._share_pool = _private_pool(device)
 
     def share_copy(self, pristine: Any) -> Any:
