@@ -110,9 +110,10 @@ def serve(conn: Connection) -> None:
     flusher = None
     while True:
         message = conn.recv()
-        if message[0] == "run":
+        kind = message[0]
+        if kind == "run":
             keep_alive = _run(conn, kernel, message, device)
-        elif message[0] == "time":
+        elif kind == "time":
             flusher = flusher or timing.Flusher(device, message[3]["cache_bytes"])
             keep_alive = _time(conn, kernel, message, flusher)
         else:
@@ -120,7 +121,7 @@ def serve(conn: Connection) -> None:
         # the inputs are the judge's memory, held for us (CUDA IPC) until we drop them: drop them now,
         # not when the next message arrives
         message = None
-        if device.startswith("cuda") and keep_alive is not None and flusher is None:
+        if kind == "run" and device.startswith("cuda"):
             gc.collect()  # a reference cycle (a candidate's exception, say) may still hold them
     del keep_alive
 

@@ -21,8 +21,8 @@ import torch
 from kernel_mcp import expr, tensors
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import Finding
-from kernel_mcp.worker import trace
 from kernel_mcp.tolerance import Expected, inferred_reduction_length
+from kernel_mcp.worker import trace
 
 
 @dataclass
@@ -61,7 +61,10 @@ def _park(t: torch.Tensor) -> torch.Tensor:
     runs). Pinned: copies run at the bus's speed, and torch's host allocator keeps the blocks for the next case."""
     if t.device.type == "cpu":
         return t
-    parked = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    try:
+        parked = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    except RuntimeError:  # no pinned memory to be had: pageable memory is slower, not wrong
+        return t.detach().cpu()
     parked.copy_(t)
     return parked
 
