@@ -18,18 +18,20 @@ from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime
 def resolve_input_refs(output: Any, shared: Any) -> Any:
     """The host names an output that is one of its inputs by index (see candidate_host); the judge
     substitutes its own view of that memory, which the integrity checks then treat like any output."""
-    inputs = [t for _, t in tensors.leaves(shared)]
-    refs = {input_placeholder(i): t for i, t in enumerate(inputs)}
+    refs = {input_placeholder(i): t for i, (_, t) in enumerate(tensors.leaves(shared))}
+    return _resolve(output, refs)
 
-    def resolve(node: Any) -> Any:
-        if isinstance(node, str):
-            return refs.get(node, node)
-        if isinstance(node, (tuple, list)):
-            return type(node)(resolve(x) for x in node)
-        if isinstance(node, dict):
-            return {k: resolve(v) for k, v in node.items()}
-        return node
-    return resolve(output)
+
+def _resolve(node: Any, refs: dict[str, Any]) -> Any:
+    """A plain recursive function, not a closure over ``refs``: a closure that calls itself is a reference
+    cycle, which kept every case's shared inputs allocated on the device until the garbage collector ran."""
+    if isinstance(node, str):
+        return refs.get(node, node)
+    if isinstance(node, (tuple, list)):
+        return type(node)(_resolve(x, refs) for x in node)
+    if isinstance(node, dict):
+        return {k: _resolve(v, refs) for k, v in node.items()}
+    return node
 
 
 def output_integrity(output: Any, reference: Reference, output_args: list[int], shared: Any,
