@@ -23,13 +23,13 @@ def test_a_check_needs_the_larger_of_the_candidates_call_and_the_float64_run():
     assert needs.call_need == (10 + 4 + 6) << 30
     assert needs.need(parked=True) == (4 + 20 + 3) << 30  # the float64 run is the larger moment here
     assert needs.need(parked=False) == (27 + 6) << 30
-    assert not needs.park(300 << 30) and needs.park(200 << 30)  # kept while within 1/8 of the device
+    assert not needs.tight(300 << 30) and needs.tight(200 << 30)  # kept while within 1/8 of the device
     assert footprint.refusal(needs, 20 << 30) == ""
     message = footprint.refusal(needs, 16 << 30)
     assert "at least 20.0 GiB" in message and "has 16.0 GiB" in message and "alone peaks at 10.0 GiB" in message
     unmeasured = footprint.Footprint(reference_peak=0, inputs=4 << 30, outputs=3 << 30)  # a CPU run
     assert footprint.refusal(unmeasured, 1 << 30) == "" and footprint.refusal(needs, None) == ""
-    assert not unmeasured.park(None)
+    assert not unmeasured.tight(None)
 
 
 def test_the_measurement_counts_the_references_inputs_and_outputs(tmp_path):

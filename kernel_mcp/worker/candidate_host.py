@@ -121,8 +121,8 @@ def serve(conn: Connection) -> None:
         # the inputs are the judge's memory, held for us (CUDA IPC) until we drop them: drop them now,
         # not when the next message arrives
         message = None
-        if kind == "run" and device.startswith("cuda"):
-            gc.collect()  # a reference cycle (a candidate's exception, say) may still hold them
+        if kind == "run" and init.get("release_between_calls") and device.startswith("cuda"):
+            _release_memory()
     del keep_alive
 
 
@@ -135,13 +135,16 @@ def _run(conn: Connection, kernel: Callable, message: tuple, device: str) -> Any
         conn.send(_error("call", exc))
         return None
     _send_output(conn, ("output", case_id), _refer_to_inputs(output, data))
-    if device.startswith("cuda"):
-        # between calls a check holds no more of the device than the output the judge is copying: the
-        # judge's float64 reference runs next, beside this process (not done while timing: a candidate's
-        # allocations would then cost a cudaMalloc each)
-        import torch
-        torch.cuda.empty_cache()
     return output
+
+
+def _release_memory() -> None:
+    """Between the calls of a check tight on the device (the judge says so), hold no more of it than the
+    output the judge is copying: its float64 reference runs next, beside this process. Not while timing:
+    a candidate's allocations would then cost a cudaMalloc each."""
+    import torch
+    gc.collect()  # a reference cycle in the candidate's code may still hold the inputs
+    torch.cuda.empty_cache()
 
 
 def _time(conn: Connection, kernel: Callable, message: tuple, flusher: Any) -> Any:

@@ -93,10 +93,10 @@ def _fit(judging: Judging, runtime: ReferenceRuntime, needs: footprint.Footprint
     be checked on this device ('' when it can)."""
     problem = runtime.problem
     total = footprint.device_total(runtime.device)
-    runtime.park_float64 = needs.park(total)
-    need = needs.need(parked=runtime.park_float64) if needs.reference_peak else None
+    runtime.tight_memory = needs.tight(total)
+    need = needs.need(parked=runtime.tight_memory) if needs.reference_peak else None
     result.memory = MemoryUse(reference_peak_bytes=needs.reference_peak or None, check_need_bytes=need,
-                              float64_in_host_memory=runtime.park_float64)
+                              float64_in_host_memory=runtime.tight_memory)
     declared = problem.spec.timeouts.call
     runtime.call_timeout = needs.call_timeout(declared)
     cases = len(problem.tests) * (1 + (judging.request.fresh_seeds or problem.spec.fresh_seeds))
@@ -169,7 +169,7 @@ def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: 
 
 def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, case_id: int,
                 result: CheckResult) -> CaseResult:
-    release_device_memory(rt.device)  # the last case's shared inputs, once the candidate dropped them
+    release_device_memory(rt.device, rt.tight_memory)  # the last case's shared inputs, once dropped
     data = rt.generate(case.params)
     if case_id == 0 and rt.detect_output_args(data):
         buffers = [i for i in rt.output_args if i not in rt.scratch_args]
@@ -188,7 +188,7 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
     if case_id == 0:
         _probe_degenerate(rt, reference, pristine, case.params, result)
     shared = rt.share_copy(pristine)
-    release_device_memory(rt.device)  # the float64 run's blocks, for the candidate's process to use
+    release_device_memory(rt.device, rt.tight_memory)  # the float64 run's blocks, for the candidate
     trace.mark(f"{case.name}: inputs shared")
     reply = session.call(case_id, shared, rt.call_timeout)
     base = dict(name=case.name, params=case.shown)

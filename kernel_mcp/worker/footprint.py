@@ -11,26 +11,27 @@ peaks at the larger of two moments:
 * the float64 reference: the pristine inputs and a float64 run (about 2*P), beside the output the
   candidate keeps until the judge's next call: I + 2*P + O.
 
-Each side gives back its cached blocks between the two (``release_device_memory``; the candidate host
-after each call). The float64 expected outputs stay on the device while the whole fits in KEEP_SHARE of
-it, and wait in pinned host memory otherwise (the comparison runs in pieces either way,
-``tolerance.CHUNK``). A float64 run that does not fit falls back to the task-dtype reference with doubled
+A check that would need more than KEEP_SHARE of the device with everything kept there is *tight*: its
+float64 expected outputs wait in pinned host memory, and both sides give back their cached blocks between
+the two moments (``release_device_memory``; the candidate host after each call). The comparison runs in
+pieces either way (``tolerance.CHUNK``). A float64 run that does not fit falls back to the task-dtype reference with doubled
 bounds, so a problem is refused up front only when the candidate's call itself cannot fit.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from kernel_mcp import tensors
 
+if TYPE_CHECKING:
+    from kernel_mcp.worker.reference_runtime import ReferenceRuntime
+
 GiB = float(1 << 30)
-KEEP_SHARE = 1 / 8  # float64 references stay on the device while the check needs at most this share of it
-
-
+KEEP_SHARE = 1 / 8  # a check needing more than this share of the device is tight on it (Footprint.tight)
 CALL_FACTOR = 20.0  # a candidate's call may take this many times the reference's run (a first call compiles)
 FLOAT64_FACTOR = 50.0  # a float64 run may take this many times the task-dtype one (no TF32/tensor cores)
 
@@ -60,8 +61,9 @@ class Footprint:
         float64_run = self.inputs + 2 * self.reference_peak + self.outputs
         return max(self.call_need, float64_run) + (0 if parked else self.float64_outputs)
 
-    def park(self, total_bytes: int | None) -> bool:
-        """Do the float64 expected outputs wait in host memory on a device of ``total_bytes``?"""
+    def tight(self, total_bytes: int | None) -> bool:
+        """Is the check tight on a device of ``total_bytes`` (float64 references parked in host memory,
+        memory given back between calls)?"""
         return bool(total_bytes) and self.need(parked=False) > KEEP_SHARE * total_bytes
 
 
@@ -69,7 +71,7 @@ def _nbytes(tree: Any) -> int:
     return sum(t.nbytes for _, t in tensors.leaves(tree))
 
 
-def measure(runtime, test: dict) -> Footprint:
+def measure(runtime: ReferenceRuntime, test: dict) -> Footprint:
     """Run the reference once on ``test`` (which also performs its lazy imports before any candidate
     exists) and measure it. Raises what the reference raises."""
     cuda = runtime.device.startswith("cuda")

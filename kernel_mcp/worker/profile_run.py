@@ -84,7 +84,7 @@ class Profiler:
 
     # --- one timed call per contestant -------------------------------------------------------------
     def fresh_input(self, params: dict) -> Any:
-        release_device_memory(self.rt.device, cached=False)  # inputs shared earlier, once dropped
+        release_device_memory(self.rt.device, thorough=False)  # inputs shared earlier, once dropped
         data = self.rt.generate({**params, "seed": secrets.randbits(31)})
         self.rt.poison_outputs(data)
         floating = [t.dtype for _, t in tensors.leaves(data) if t.is_floating_point()]

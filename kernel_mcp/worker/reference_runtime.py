@@ -69,16 +69,17 @@ def _park(t: torch.Tensor) -> torch.Tensor:
     return parked
 
 
-def release_device_memory(device: str, cached: bool = True) -> None:
+def release_device_memory(device: str, thorough: bool) -> None:
     """Give back what the judge holds but no longer uses: inputs shared with a candidate stay allocated
-    after the candidate dropped them until collected (torch's CUDA IPC 'limbo'), and (``cached``) freed
-    blocks stay reserved by torch's caching allocator where the candidate's process cannot use them. Not
-    the cache while timing: the reference's own allocations would then each cost a cudaMalloc."""
+    after the candidate dropped them until collected (torch's CUDA IPC 'limbo'). ``thorough`` (a check
+    tight on the device, footprint.py): also tensors a reference cycle keeps, and the blocks torch's caching
+    allocator keeps, which the candidate's process cannot use. Not otherwise: a collection pass costs about
+    0.1 s, and the cache spares cudaMalloc calls (the reference's own, while timing, among them)."""
     if device.startswith("cuda"):
-        if cached:
-            gc.collect()  # a tensor kept alive only by a reference cycle holds device memory until collected
+        if thorough:
+            gc.collect()
         torch.cuda.ipc_collect()
-        if cached:
+        if thorough:
             torch.cuda.empty_cache()
 
 
@@ -95,7 +96,7 @@ class ReferenceRuntime:
         self.check_implementation = getattr(self.module, "check_implementation", None)
         self.output_args: list[int] = list(problem.spec.output_args or [])
         self.scratch_args: list[int] = []  # of output_args: inputs the reference never reads
-        self.park_float64 = False  # float64 expected outputs wait in host memory (footprint.py decides)
+        self.tight_memory = False  # footprint.Footprint.tight: float64 parked in host memory, memory given back
         self.call_timeout = problem.spec.timeouts.call  # seconds; footprint.py lengthens it for slow problems
         self._share_pool = _private_pool(device)
 
@@ -133,11 +134,13 @@ class ReferenceRuntime:
         return sum(t.nbytes for t in self.model.state_dict().values() if t.device.type != "cpu")
 
     def candidate_init(self) -> dict:
-        """Extra start-up data for the candidate host (KernelBench: how to build ModelNew)."""
+        """Extra start-up data for the candidate host: whether to give memory back between calls, and
+        (KernelBench) how to build ModelNew."""
+        release = {"release_between_calls": self.tight_memory}
         if self.problem.kind != "kernelbench":
-            return {}
+            return release
         state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
-        return {"kernelbench": {"init_inputs": self.init_inputs, "state_dict": state, "seed": self.model_seed,
+        return {**release, "kernelbench": {"init_inputs": self.init_inputs, "state_dict": state, "seed": self.model_seed,
                                 "training": self.model.training}}
 
     def kernelbench_mode(self) -> str:
@@ -205,7 +208,7 @@ class ReferenceRuntime:
     def expected(self, pristine: Any, params: dict[str, Any]) -> Reference:
         """ref_kernel in float64 on the same input values, on |inputs| when the tolerance needs the magnitude
         of the summed terms, and in the task dtype (the structure, and the 'honest' error). The float64 runs
-        come first, and what they return waits in host memory when the problem is large (``park_float64``),
+        come first, and what they return waits in host memory when the problem is large (``tight_memory``),
         so the device holds the pristine inputs and one float64 run, then the task-dtype output."""
         findings: list[Finding] = []
         ref64 = tensors.floats_as_tensors(self._float64(pristine, findings))
@@ -228,7 +231,7 @@ class ReferenceRuntime:
     def _float64(self, data: Any, findings: list[Finding], quiet: bool = False) -> Any | None:
         try:
             out = self.ref_kernel(tensors.upcast(data), float64=True)
-            if self.park_float64:
+            if self.tight_memory:
                 out = tensors.tree_map(_park, out)
         except Exception as exc:  # noqa: BLE001  (any failure means: no float64 reference for this problem)
             why = str(exc).split("\n")[0][:300]
