@@ -4,12 +4,16 @@ fail unless the problem is reported degenerate; verdicts, time and device memory
 
     python bench/kernelbench_bench.py OUT_DIR [--root DIR] [--levels 1 2 3] [--only SUBSTRING]
                                       [--candidate own|zeros] [--jobs 4] [--fresh-seeds 1] [--budget-s 540]
+                                      [--skip EARLIER.jsonl ...]
+    python bench/kernelbench_bench.py OUT_DIR --summarize A.jsonl B.jsonl ...
 
 DIR is KernelBench's ``KernelBench`` folder (level1/, level2/, level3/; default: the team's copy in
 ../shared/benchmarks). Checks run ``jobs`` at a time, side by side on one GPU as agents would run them
 (admitted by the device-memory lease); no new check starts after ``budget-s`` (those are listed as not
 run). Writes OUT_DIR/kernelbench_<candidate>.jsonl (one row per problem, appended as each ends) and prints a summary:
 passes per level, the verdict mix, and the judge's peak device memory against the reference's own.
+``--skip`` leaves out the problems an earlier run (split over several device calls) already judged;
+``--summarize`` renders the summary of the rows of several runs, the last row per problem winning.
 """
 from __future__ import annotations
 
@@ -63,7 +67,8 @@ def row_of(level: int, problem: Path, result, seconds: float) -> dict:
 
 def run_all(args) -> list[dict]:
     from kernel_mcp.tools.check import check
-    todo = problems(args.root, args.levels, args.only)
+    done = {(r["level"], r["problem"]) for r in read_rows(args.skip) if r.get("passed") is not None}
+    todo = [(level, p) for level, p in problems(args.root, args.levels, args.only) if (level, p.name) not in done]
     out = args.out_dir / f"kernelbench_{args.candidate}.jsonl"
     lock, rows, started = threading.Lock(), [], time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix="kb-candidates-"))
@@ -92,6 +97,15 @@ def run_all(args) -> list[dict]:
     with ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(one, todo))
     return rows
+
+
+def read_rows(files: list[Path]) -> list[dict]:
+    """Rows of earlier runs, the last per problem kept."""
+    rows = {}
+    for file in files:
+        for row in map(json.loads, file.read_text().splitlines()):
+            rows[(row["level"], row["problem"])] = row
+    return list(rows.values())
 
 
 def summary(rows: list[dict]) -> str:
@@ -126,10 +140,17 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=540.0)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--candidate", choices=sorted(CANDIDATES), default="own")
+    parser.add_argument("--skip", type=Path, nargs="*", default=[])
+    parser.add_argument("--summarize", type=Path, nargs="*", default=None)
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    if args.summarize is not None:
+        print(summary(read_rows(args.summarize)))
+        return
+    started = time.monotonic()
     rows = run_all(args)
-    text = summary(rows)
+    ran = sum(r["passed"] is not None for r in rows)
+    text = summary(rows) + f"\n{ran} checks in {time.monotonic() - started:.0f} s, {args.jobs} jobs"
     (args.out_dir / f"kernelbench_{args.candidate}_summary.md").write_text(text + "\n")
     print(text)
 

@@ -114,6 +114,25 @@ def get_init_inputs():
     return kernelbench_files(tmp_path, source, "def forward(self, x):\n    return x.clone()\n")
 
 
+def test_kernelbench_inputs_that_need_the_cpu_are_made_there(tmp_path):
+    """get_inputs() runs with the GPU as default device (fast at KernelBench's sizes); one that goes
+    through numpy cannot, and is made on the CPU and moved, as KernelBench does: its own Model passes."""
+    source = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x)
+def get_inputs():
+    x = torch.randn(256, 256)
+    return [torch.from_numpy(x.numpy() * 2)]  # .numpy() refuses a CUDA tensor
+def get_init_inputs():
+    return []
+"""
+    problem, own, echo = kernelbench_files(tmp_path, source, "def forward(self, x):\n    return x.clone()\n")
+    assert check(problem, own, device="cuda").passed
+    assert check(problem, echo, device="cuda").verdict == "fail: mismatch"
+
+
 def test_a_problem_too_large_for_the_device_is_refused_up_front(tmp_path):
     """An input a quarter of the device's memory: the reference alone fits (half the device), a check
     (about 1.25 times the device) does not, and the result says so with the numbers, before any candidate
@@ -124,6 +143,28 @@ def test_a_problem_too_large_for_the_device_is_refused_up_front(tmp_path):
     result = check(problem, own, device="cuda")
     assert result.verdict == "error: too large" and not result.cases, result
     assert "needs at least" in result.findings[-1].message and result.memory.check_need_bytes > total
+
+
+@pytest.mark.parametrize("held_to_gib", [3.0, 0.5])
+def test_a_first_run_that_outgrows_its_first_share_runs_again_with_its_need(tmp_path, monkeypatch, held_to_gib):
+    """A problem never measured is admitted beside others with a first share of the device, its judge
+    held to it. softmax over 1 GiB: held to 3 GiB, the reference fits and the measured check need (about
+    5 GiB) does not; held to 0.5 GiB, the reference itself runs out. Either way no candidate has run yet
+    and the check runs again, admitted with the measured need (or alone), and passes; once measured, a
+    later check is admitted with its need at once."""
+    import torch
+
+    from kernel_mcp.worker import lease
+    total = torch.cuda.get_device_properties(0).total_memory
+    monkeypatch.setattr(lease, "FIRST_SHARE", (lease.CONTEXTS_BYTES + held_to_gib * (1 << 30)) / total)
+    problem, own, _ = _elementwise_problem(tmp_path, "torch.softmax(x, dim=1)", 1 << 28)
+    said: list[str] = []
+    result = check(problem, own, device="cuda", fresh_seeds=1, on_progress=lambda message, *_: said.append(message))
+    assert result.passed and lease.OUTGREW not in [f.code for f in result.findings], result
+    assert any("admitting it again" in message for message in said), said
+    said.clear()
+    assert check(problem, own, device="cuda", fresh_seeds=1, on_progress=lambda m, *_: said.append(m)).passed
+    assert not any("admitting it again" in message for message in said), said
 
 
 def test_a_large_problem_is_checked_within_three_times_the_references_own_memory(tmp_path):

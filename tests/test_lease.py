@@ -117,9 +117,9 @@ def test_a_run_alone_is_admitted_whatever_it_needs(cache, tmp_path):
     assert not spans(log)["huge"]["waited"]
 
 
-def test_an_unmeasured_problem_runs_alone_until_its_reservation_is_resized(cache, tmp_path):
-    """A problem never measured reserves the whole device; once its judge has measured the reference it
-    resizes the reservation to what the check needs, and the next run is admitted beside it."""
+def test_a_reservation_resized_to_the_measured_need_lets_the_next_run_in(cache, tmp_path):
+    """A run reserving the whole device (nothing measured yet); once its judge has measured the reference
+    it resizes the reservation to what the check needs, and the next run is admitted beside it."""
     log = tmp_path / "log"
     first = holder("first", log, exclusive=False, hold_s=2.0, need=lease.memory_need(FAKE_GPU, "never seen"),
                    resize=GIB)
@@ -147,13 +147,31 @@ def test_a_killed_holder_frees_the_device(cache, tmp_path):
 
 
 def test_memory_need_comes_from_measured_peaks(cache):
-    default = lease.memory_need(FAKE_GPU, "problem")
-    assert default == int(lease.DEFAULT_NEED * FAKE_GPU.total_memory_bytes)
+    assert lease.measured_need(FAKE_GPU, "problem") is None  # never measured: a judge gets a first share
+    assert lease.first_need(FAKE_GPU) == int(lease.FIRST_SHARE * FAKE_GPU.total_memory_bytes)
+    assert lease.memory_need(FAKE_GPU, "problem") == FAKE_GPU.total_memory_bytes  # nothing measures it: alone
     lease.record_peak(FAKE_GPU, "problem", 2 * GIB)
+    assert lease.measured_need(FAKE_GPU, "problem") == int(2 * GIB * lease.NEED_MARGIN)
     assert lease.memory_need(FAKE_GPU, "problem") == int(2 * GIB * lease.NEED_MARGIN)
     lease.record_peak(FAKE_GPU, "problem", GIB)  # a lower reading (another run freed memory) does not shrink it
     assert lease.memory_need(FAKE_GPU, "problem") == int(2 * GIB * lease.NEED_MARGIN)
     assert lease.memory_need(Device(kind="cpu"), "problem") == 0
+    assert lease.need_from_measure(GIB) == int(GIB * lease.NEED_MARGIN) + lease.CONTEXTS_BYTES
+
+
+def test_first_runs_go_side_by_side_until_their_shares_fill_the_device(cache, tmp_path):
+    """Never-measured problems' checks are admitted with a first share each: three side by side on one
+    device, a fourth waits for one of them."""
+    log, first = tmp_path / "log", lease.first_need(FAKE_GPU)
+    early = [holder(f"first {i}", log, exclusive=False, hold_s=1.5, need=first) for i in range(3)]
+    ledger = lease.lease_dir() / f"{FAKE_GPU.lease_key}.ledger"
+    deadline = time.monotonic() + 30
+    while (ledger.read_text() if ledger.exists() else "").count("bytes") < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    run_all(*early, holder("fourth", log, exclusive=False, hold_s=0.1, need=first))
+    rows = spans(log)
+    assert all(overlap(rows["first 0"], rows[f"first {i}"]) for i in (1, 2)), rows
+    assert rows["fourth"]["waited"] and rows["fourth"]["start"] >= min(rows[f"first {i}"]["end"] for i in range(3))
 
 
 def test_two_cli_runs_on_one_device_queue(cache, tmp_path):

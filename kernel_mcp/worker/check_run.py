@@ -11,7 +11,7 @@ import torch
 from kernel_mcp import tensors
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CaseResult, CheckResult, Finding, MemoryUse
-from kernel_mcp.worker import footprint, numerics, trace
+from kernel_mcp.worker import footprint, lease, numerics, trace
 from kernel_mcp.worker.outputs import compare_output, extra_checks, output_integrity, resolve_input_refs
 from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime, release_device_memory
 from kernel_mcp.worker.session import CandidateSession
@@ -65,26 +65,43 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
     contract = numerics.apply(problem.spec.precision or "strict", device)
     if contract:
         result.findings.append(Finding(code="precision", severity="info", message=contract))
+    reserved = request.memory_cap_bytes
+    capped = footprint.hold_to(reserved - lease.CONTEXTS_BYTES if reserved else None, device)
     try:
         runtime = ReferenceRuntime(problem, device)
+        needs = footprint.measure(runtime, problem.tests[0])
+    except torch.OutOfMemoryError as exc:
+        if not capped:
+            raise  # the judge's out-of-memory report (judge.py): says nothing of the problem or candidate
+        return _outgrew(result, reserved, None, exc), None
     except Exception as exc:  # noqa: BLE001  (a broken reference is the problem's fault, reported as such)
         result.verdict = "error: problem"
-        result.findings.append(Finding(code="problem_error", message=f"loading {problem.reference_file} "
-                                       f"failed: {type(exc).__name__}: {exc}"))
-        return result, None
-    try:
-        needs = footprint.measure(runtime, problem.tests[0])
-    except Exception as exc:  # noqa: BLE001
-        result.verdict = "error: problem"
-        result.findings.append(Finding(code="problem_error", message=f"the reference failed on test 0: "
-                                       f"{type(exc).__name__}: {str(exc)[:2000]}"))
+        result.findings.append(Finding(code="problem_error", message=f"the reference ({problem.reference_file.name}) "
+                                       f"failed before any candidate ran: {type(exc).__name__}: {str(exc)[:2000]}"))
         return result, None
     refused = _fit(judging, runtime, needs, result)
     if refused:
         result.verdict = "error: too large"
         result.findings.append(Finding(code="too_large", message=refused))
         return result, None
+    if capped:
+        need = result.memory.check_need_bytes if result.memory else None
+        if need and lease.need_from_measure(need) > reserved:
+            return _outgrew(result, reserved, need, None), None
+        footprint.hold_to(None, device)  # the caller's reservation now covers the measured need
     return result, runtime
+
+
+def _outgrew(result: CheckResult, reserved: int, need: int | None, exc: Exception | None) -> CheckResult:
+    """The check of a never-measured problem needs more than its first reservation: the caller runs it
+    again with the measured need, or alone (``runner``); no candidate ran."""
+    result.verdict = "error: out of memory"
+    what = (f"needs about {need / footprint.GiB:.1f} GiB" if need else
+            f"ran out of memory ({str(exc).splitlines()[0][:200]})")
+    result.findings.append(Finding(code=lease.OUTGREW, message=(
+        f"the check {what} beyond the {reserved / footprint.GiB:.1f} GiB first reserved for a problem never "
+        "measured on this device: it is to run again with its measured need")))
+    return result
 
 
 def _fit(judging: Judging, runtime: ReferenceRuntime, needs: footprint.Footprint, result: CheckResult) -> str:

@@ -3,6 +3,7 @@ authenticated messages back, and clean up after it (its tree and anything carryi
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import secrets
@@ -80,6 +81,21 @@ class JudgeProcess:
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def unchanged(self, timeout: float, on_progress: ProgressFn | None = None) -> bool:
+        """True if the judge booted and every kernel_mcp file it imported still has the content it had
+        then (a spare judge booted before an edit to kernel_mcp is not used)."""
+        try:
+            ready = self.wait_ready(timeout, on_progress)
+        except JudgeFailure:
+            return False
+        for path, digest in ready.loaded.items():
+            try:
+                if hashlib.sha256(Path(path).read_bytes()).hexdigest() != digest:
+                    return False
+            except OSError:
+                return False
+        return True
 
     def wait_ready(self, timeout: float, on_progress: ProgressFn | None = None) -> Ready:
         """The judge's Ready (cached); what it reported while booting (a wait for the device) goes to

@@ -96,6 +96,18 @@ def measure(runtime: ReferenceRuntime, test: dict) -> Footprint:
                      float64_outputs=float64, reference_seconds=time.perf_counter() - started)
 
 
+def hold_to(cap_bytes: int | None, device: str) -> int | None:
+    """Hold this process's allocations on ``device`` to ``cap_bytes`` (None: the whole device again).
+    torch's caching allocator then raises OutOfMemoryError in this process rather than taking memory a
+    neighbour on the device reserved. Returns the cap in force (None off a GPU or when lifted)."""
+    if not device.startswith("cuda"):
+        return None
+    total = device_total(device)
+    fraction = 1.0 if not cap_bytes else min(1.0, cap_bytes / total)
+    torch.cuda.set_per_process_memory_fraction(fraction, device)
+    return cap_bytes if cap_bytes and fraction < 1.0 else None
+
+
 def device_total(device: str) -> int | None:
     return torch.cuda.get_device_properties(device).total_memory if device.startswith("cuda") else None
 

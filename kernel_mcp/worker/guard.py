@@ -134,3 +134,15 @@ def guard_for(problem) -> FileGuard:
                                                            and d.name != "__pycache__"]
     path_dirs = [Path(p).resolve() for p in [*sys.path, site.getusersitepackages()] if p]
     return FileGuard(problem.guarded_files() + own, dirs, path_dirs)
+
+
+def apply_tampering(result, tampered: list[str]):
+    """A result that was tampered with (files the harness relies on changed during the run) fails."""
+    from kernel_mcp.results import ProfileResult
+    if tampered:
+        result.passed = False
+        result.verdict = "fail: tampering"
+        if isinstance(result, ProfileResult):
+            result.trusted = False
+        result.findings.append(tampering_finding(tampered))
+    return result

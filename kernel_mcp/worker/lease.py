@@ -7,9 +7,11 @@ machine (CLI runs, MCP servers, the orchestrator) through lock files in ``<cache
   device while it is held, so no other process disturbs the numbers;
 * **shared** (checks, a compile's recording call, a judge's boot): any number at once, each admitted only
   while the device memory the holders reserved, plus its own need, fits (``need_bytes``; measured peaks
-  of earlier runs, see ``memory_need``; a problem never measured is admitted alone until its judge has
-  measured the reference and resized the reservation, ``Reservation.resize``), so concurrent checks do
-  not run each other out of memory.
+  of earlier runs, see ``memory_need``), so concurrent checks do not run each other out of memory. A
+  problem never measured is admitted with a first share of the device (``first_need``) and its judge
+  may allocate no more than that until it has measured the reference; then the reservation is resized
+  to the measured need (``Reservation.resize``), or, when the need is larger, the check starts again
+  with it (the runner).
 
 A turnstile lock in front keeps it fair: an exclusive request waits for the shared holders present, and
 shared requests arriving after it wait for it. ``flock`` locks die with their process, so a killed run
@@ -30,10 +32,15 @@ from kernel_mcp.cache import cache_root
 from kernel_mcp.worker.protocol import Device
 
 MEMORY_BUDGET = 0.9  # share of a GPU's memory that admitted checks may reserve together
-# A problem never measured runs alone until its judge has measured the reference (seconds) and resized
-# its reservation to what the check needs (footprint.py); KernelBench's level-1 problems range from
-# megabytes to 50 GiB, so no fixed share is safe.
-DEFAULT_NEED = 1.0
+# A problem never measured is admitted with this share of the device, its judge held to it (allocations
+# beyond it fail in the judge, never in a neighbour) until it has measured the reference (seconds) and
+# knows what the check needs (footprint.py). KernelBench's level-1 problems range from megabytes to
+# 50 GiB: most fit a quarter of an H200, so up to three first runs go side by side; the rest start again
+# with their measured need. A step recording a never-measured problem's candidate, which no judge
+# measures, reserves the whole device (ALONE).
+FIRST_SHARE = 0.25
+ALONE = 1.0
+OUTGREW = "outgrew_first_reservation"  # finding: a first run needs more than its first share
 NEED_MARGIN = 1.25  # a measured peak is reserved with this much to spare
 MIN_NEED = 256 << 20  # bytes: what a judge and a candidate host allocate beside their contexts, at least
 CONTEXTS_BYTES = 2 * (600 << 20)  # a judge's and a candidate host's CUDA contexts (~0.5 GiB each on an H200)
@@ -170,8 +177,9 @@ def _needs_file() -> Path:
     return cache_root() / "memory.json"
 
 
-def memory_need(device: Device, problem_key: str) -> int:
-    """Bytes to reserve for a run of this problem: its measured peak with a margin, else a default share."""
+def measured_need(device: Device, problem_key: str) -> int | None:
+    """Bytes to reserve for a run of this problem from its measured peak, with a margin (0 off a GPU; None
+    when it was never measured on this device)."""
     if not device.is_gpu:
         return 0
     try:
@@ -180,7 +188,25 @@ def memory_need(device: Device, problem_key: str) -> int:
         peak = None
     if isinstance(peak, int) and peak >= 0:
         return max(MIN_NEED, int(peak * NEED_MARGIN))
-    return int(DEFAULT_NEED * device.total_memory_bytes)
+    return None
+
+
+def memory_need(device: Device, problem_key: str) -> int:
+    """Bytes to reserve for a run of this problem that nothing measures on the way: its measured need,
+    else the whole device."""
+    need = measured_need(device, problem_key)
+    return int(ALONE * device.total_memory_bytes) if need is None else need
+
+
+def first_need(device: Device) -> int:
+    """Bytes a never-measured problem's judge is first admitted with (and held to, less the contexts)."""
+    return int(FIRST_SHARE * device.total_memory_bytes)
+
+
+def need_from_measure(measured_bytes: int) -> int:
+    """What to reserve for a check whose judge measured ``measured_bytes`` of allocations: the contexts
+    are not allocations."""
+    return int(measured_bytes * NEED_MARGIN) + CONTEXTS_BYTES
 
 
 def record_peak(device: Device, problem_key: str, peak_bytes: int | None) -> None:

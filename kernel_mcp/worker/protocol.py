@@ -96,6 +96,9 @@ class JudgeRequest(_Message):
     baseline: str | None = None  # profile only: another candidate timed beside it
     fresh_seeds: int | None = Field(None, ge=1, le=16)  # None: the task's own
     settings: ProfileSettings = Field(default_factory=ProfileSettings)
+    # a check of a problem never measured, admitted beside others with a first share of the device: the
+    # judge may allocate no more than this until it has measured the reference (lease.first_need)
+    memory_cap_bytes: int | None = Field(None, gt=0)
 
 
 class Ready(_Message):

@@ -98,6 +98,7 @@ class ReferenceRuntime:
         self.scratch_args: list[int] = []  # of output_args: inputs the reference never reads
         self.tight_memory = False  # footprint.Footprint.tight: float64 parked in host memory, memory given back
         self.call_timeout = problem.spec.timeouts.call  # seconds; footprint.py lengthens it for slow problems
+        self.on_device_inputs = True  # KernelBench: get_inputs() runs with the device as default (falls back)
         self._share_pool = _private_pool(device)
 
     def share_copy(self, pristine: Any) -> Any:
@@ -153,13 +154,26 @@ class ReferenceRuntime:
     # --- inputs --------------------------------------------------------------------------------------
     def generate(self, params: dict[str, Any]) -> Any:
         if self.problem.kind == "kernelbench":
-            torch.manual_seed(int(params["seed"]))
-            data = tuple(self.module.get_inputs())
-            return tensors.tree_map(lambda t: t.to(self.device), data)
+            return self._kernelbench_inputs(int(params["seed"]))
         kwargs = dict(params)
         if self._takes_device:
             kwargs["device"] = self.device
         return self._generate(**kwargs)
+
+    def _kernelbench_inputs(self, seed: int) -> Any:
+        """``get_inputs()`` made directly on the device (its factory calls, e.g. ``torch.rand(4096, 393216)``,
+        take the device as default): at KernelBench's sizes making 1.6 G values on the CPU and copying them
+        took seconds per case. One that cannot (numpy, an explicit CPU tensor op) is made on the CPU and
+        moved, as KernelBench does; either way the same seed gives the same inputs."""
+        if self.on_device_inputs:
+            torch.manual_seed(seed)
+            try:
+                with torch.device(self.device):
+                    return tensors.tree_map(lambda t: t.to(self.device), tuple(self.module.get_inputs()))
+            except Exception:  # noqa: BLE001  (then always on the CPU: one way per problem)
+                self.on_device_inputs = False
+        torch.manual_seed(seed)
+        return tensors.tree_map(lambda t: t.to(self.device), tuple(self.module.get_inputs()))
 
     def ref_kernel(self, data: Any, float64: bool = False) -> Any:
         if self.problem.kind == "kernelbench":

@@ -26,7 +26,7 @@ from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
 from kernel_mcp.worker import lease, proctree, sandbox
 from kernel_mcp.worker.client import JudgeFailure, JudgeProcess
 from kernel_mcp.worker.client import claim as claim_prestarted
-from kernel_mcp.worker.guard import guard_for, tampering_finding
+from kernel_mcp.worker.guard import apply_tampering, guard_for, tampering_finding
 from kernel_mcp.worker.protocol import Device, JudgeRequest, ProgressFn, StepReply
 from kernel_mcp.worker.redact import Redactor
 from kernel_mcp.worker.steps import StepProcess
@@ -64,27 +64,50 @@ class LocalRunner:
             try:
                 result = self._run_judge(judge, request, model, problem, device, timeout, say)
             except JudgeFailure as exc:
-                extra = {"trusted": False} if model is ProfileResult else {}
-                result = model(passed=False, verdict="error: harness", problem=problem.name,
-                               candidate=request.candidate, findings=[Finding(code="judge_failed", message=str(exc))],
-                               **extra)
+                result = _judge_failed(model, problem, request, exc)
             finally:
                 judge.close()
-        return self._redactor.model(_apply_tampering(result, tampered))
+        return self._redactor.model(apply_tampering(result, tampered))
 
     def _run_judge(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult] | type[ProfileResult],
                    problem: Problem, device: str, timeout: float, say: ProgressFn) -> CheckResult | ProfileResult:
+        """Boot, admission to the device, the run. A check of a problem never measured on this device is
+        admitted with a first share of it (its judge held to that share); if the measured need is larger,
+        it runs again, admitted with that need (or alone when the reference itself outgrew the share)."""
         ready = judge.wait_ready(BOOT_TIMEOUT_S, say)
         if ready.device is None:
             raise UsageError(ready.error)
         self._devices[device] = ready.device
-        exclusive = request.mode == "profile"
-        need = 0 if exclusive else lease.memory_need(ready.device, _problem_key(problem))
-        with lease.hold(ready.device, exclusive, need, on_wait=lambda message: say(message, 0, 0)) as reservation:
-            judge.on_memory_need = lambda measured: reservation.resize(
-                int(measured * lease.NEED_MARGIN) + lease.CONTEXTS_BYTES)  # the judge measures allocations only
+        key = _problem_key(problem)
+        if request.mode == "profile":
+            return self._admitted(judge, request, model, ready.device, key, True, 0, timeout, say)
+        need = lease.measured_need(ready.device, key)
+        if need is not None:
+            return self._admitted(judge, request, model, ready.device, key, False, need, timeout, say)
+        first = lease.first_need(ready.device)
+        result = self._admitted(judge, request.model_copy(update={"memory_cap_bytes": first}), model,
+                                ready.device, key, False, first, timeout, say)
+        outgrew = next((f for f in result.findings if f.code == lease.OUTGREW), None)
+        if outgrew is None:
+            return result
+        say(f"{outgrew.message}: admitting it again", 0, 0)
+        measured = result.memory.check_need_bytes if isinstance(result, CheckResult) and result.memory else None
+        need = lease.need_from_measure(measured) if measured else lease.memory_need(ready.device, key)
+        again = JudgeProcess(device)
+        try:
+            again.wait_ready(BOOT_TIMEOUT_S, say)
+            return self._admitted(again, request, model, ready.device, key, False, need, timeout, say)
+        finally:
+            again.close()
+
+    def _admitted(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult] | type[ProfileResult],
+                  device: Device, key: str, exclusive: bool, need: int, timeout: float,
+                  say: ProgressFn) -> CheckResult | ProfileResult:
+        """The run, under the device's lease (exclusive, or shared with ``need`` bytes reserved)."""
+        with lease.hold(device, exclusive, need, on_wait=lambda message: say(message, 0, 0)) as reservation:
+            judge.on_memory_need = lambda measured: reservation.resize(lease.need_from_measure(measured))
             final = judge.run(request, timeout, say)
-        lease.record_peak(ready.device, _problem_key(problem), final.peak_memory_bytes)
+        lease.record_peak(device, key, final.peak_memory_bytes)
         try:
             return model.model_validate(final.result)
         except ValueError as exc:
@@ -94,7 +117,7 @@ class LocalRunner:
         with self._lock:
             spare = self._judges.pop(device, None) or claim_prestarted(device, profiling)
         if spare is not None:
-            if spare.alive and _unchanged(spare, BOOT_TIMEOUT_S, say):
+            if spare.alive and spare.unchanged(BOOT_TIMEOUT_S, say):
                 return spare
             spare.close()
         return JudgeProcess(device, warm_profiler=profiling)
@@ -237,29 +260,11 @@ def _problem_key(problem: Problem) -> str:
     return hashlib.sha256(str(problem.path).encode()).hexdigest()[:16]
 
 
-def _unchanged(judge: JudgeProcess, timeout: float, say: ProgressFn) -> bool:
-    """True if the judge booted and every kernel_mcp file it imported still has the content it had then."""
-    try:
-        ready = judge.wait_ready(timeout, say)
-    except JudgeFailure:
-        return False
-    for path, digest in ready.loaded.items():
-        try:
-            if hashlib.sha256(Path(path).read_bytes()).hexdigest() != digest:
-                return False
-        except OSError:
-            return False
-    return True
-
-
-def _apply_tampering(result: CheckResult | ProfileResult, tampered: list[str]) -> CheckResult | ProfileResult:
-    if tampered:
-        result.passed = False
-        result.verdict = "fail: tampering"
-        if isinstance(result, ProfileResult):
-            result.trusted = False
-        result.findings.append(tampering_finding(tampered))
-    return result
+def _judge_failed(model: type[CheckResult] | type[ProfileResult], problem: Problem, request: JudgeRequest,
+                  exc: JudgeFailure) -> CheckResult | ProfileResult:
+    extra = {"trusted": False} if model is ProfileResult else {}
+    return model(passed=False, verdict="error: harness", problem=problem.name, candidate=request.candidate,
+                 findings=[Finding(code="judge_failed", message=str(exc))], **extra)
 
 
 class Runner(Protocol):
