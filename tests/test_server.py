@@ -126,7 +126,8 @@ def test_snapshot_history_diff_restore_status(workspace):
     assert "+    return b + a" in diff.content[0].text
     assert refused.is_error and "no snapshot" in refused.content[0].text
     assert not restored.is_error and (workspace / "add.py").read_text() == HONEST
-    assert status["evaluations"] == 2
+    assert status["evaluations"] == 2 and status["level"] == 0 and status["action"] == "keep going"
+    assert status["signals"] == []  # two snapshots without metrics: nothing to say yet
 
 
 def test_evaluate_returns_a_compact_summary_and_snapshots(workspace):

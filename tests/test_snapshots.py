@@ -122,6 +122,20 @@ def test_tools_record_results_and_answer_over_the_history(workspace):
         tools.snapshot(workspace, "vector_add", "/etc/passwd")
 
 
+def test_status_reads_the_sources_from_the_store_and_sees_repeated_proposals(workspace):
+    """Mode collapse (S4) from the snapshots' own files: the same kernel proposed again and again, each a
+    little faster within the noise, is seen by the status tool as the orchestrator would see it."""
+    from kernel_mcp.results import ProfileResult
+    from kernel_mcp.tools import snapshot as tools
+    profile = ProfileResult(passed=True, trusted=True, verdict="pass", problem="vector_add", candidate="kernel.py",
+                            speedup=1.3, speedup_ci=[1.28, 1.32])
+    for i in range(10):
+        (workspace / "kernel.py").write_text(f"def custom_kernel(data):\n    a, b = data  # try {i}\n    return a + b\n")
+        tools.snapshot(workspace, "vector_add", "kernel.py", profile=profile)
+    status = tools.status(workspace, "vector_add")
+    assert "S4" in {s.code for s in status.signals} and status.level >= 1, status
+
+
 def test_reading_never_creates_a_repository(tmp_path):
     from kernel_mcp.tools import snapshot as tools
     assert tools.history(tmp_path) == [] and tools.best(tmp_path) is None

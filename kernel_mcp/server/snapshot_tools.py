@@ -45,6 +45,7 @@ def register_snapshot_tools(server: MCPServer, space: ToolSpace) -> None:
 
     @server.tool(annotations=READ_ONLY)
     async def status(problem: str, *, ctx: Context) -> StallStatus:
-        """Is the search stuck? Evaluations since the last significant improvement, failures in a row, code
-        growth, and a suggested next move (up to 'restart from scratch')."""
+        """Is the search stuck, and what next? Stall signals S1-S8 (no significant gain within a window,
+        failure streak, code rot, repeated proposals, integrity, ...) and the restart ladder's rung: 0 keep
+        going, 1 nudge, 2 fresh session on the best, 3 restart from scratch with lessons, 4 stop."""
         return await run_blocking(ctx, lambda _: snap.status(space.root, problem))

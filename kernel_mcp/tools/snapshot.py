@@ -9,7 +9,7 @@ from typing import Any
 from kernel_mcp import snapshots
 from kernel_mcp.results import CheckResult, CompileResult, ProfileResult, RooflineResult, UsageError, shown
 from kernel_mcp.snapshots import Snapshot, SnapshotMeta, Store
-from kernel_mcp.stall import StallPolicy, StallStatus, assess
+from kernel_mcp.stall import RunFacts, StallPolicy, StallStatus, assess
 
 
 def metrics(check: CheckResult | None = None, profile: ProfileResult | None = None,
@@ -85,6 +85,14 @@ def history(root: str | Path, problem: str | None = None, passed_only: bool = Fa
                                  author)[:limit]
 
 
+def _source(store: Store, snap: Snapshot) -> str:
+    import git
+    try:
+        return store.file_at(snap, snap.candidate).decode(errors="replace")
+    except git.GitCommandError:
+        return ""  # a snapshot of a file since renamed out of the store's reach: no source to compare
+
+
 def _all(root: str | Path) -> list[Snapshot]:
     """Every snapshot; none (and no repository created) where the folder is not a repository."""
     try:
@@ -132,6 +140,12 @@ def restore(root: str | Path, snapshot_id: str, force: bool = False) -> list[str
 
 
 def status(root: str | Path, problem: str, policy: StallPolicy | None = None) -> StallStatus:
-    """The stall signal for one problem's search."""
+    """The stall signals for one problem's search and the ladder's suggested rung (kernel_mcp/stall.py), the
+    same the orchestrator computes; the candidates' sources are read from the store for mode collapse."""
     name = problem_name(problem)
-    return assess([s for s in _all(root) if s.problem == name], policy)
+    history = [s for s in _all(root) if s.problem == name]
+    sources = None
+    if history:
+        with Store(root, create=False) as store:
+            sources = [_source(store, s) for s in history]
+    return assess(history, policy, RunFacts(sources=sources))

@@ -66,7 +66,7 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
     if contract:
         result.findings.append(Finding(code="precision", severity="info", message=contract))
     reserved = request.memory_cap_bytes
-    capped = footprint.hold_to(reserved - lease.CONTEXTS_BYTES if reserved else None, device)
+    capped = footprint.hold_to(max(lease.MIN_NEED, reserved - lease.CONTEXTS_BYTES) if reserved else None, device)
     try:
         runtime = ReferenceRuntime(problem, device)
         needs = footprint.measure(runtime, problem.tests[0])

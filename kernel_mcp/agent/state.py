@@ -1,0 +1,78 @@
+"""What a run knows, derived from its journal alone (``derive``): a pure fold over the records, so a run
+resumed after ``kill -9`` knows exactly what the killed process had made durable, and no more.
+
+Conventions of the records it reads (``agent/runlog.py``):
+
+* ``turn``: ``usage`` (token counts by kind) and ``cost_usd`` (from the pricing table; None when the model
+  is unpriced, which is never counted as $0 but as an unpriced turn);
+* ``intent`` / ``done``: ``candidate_hash`` (the evaluation cache's key), ``island``, ``role`` ("baseline"
+  or "candidate"); ``done`` adds the result's summary (``verdict``, ``passed``, ``speedup``...);
+* ``promotion``: ``island``, ``candidate_hash``; ``restart``: ``island``, ``level``; ``finished``: ``reason``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from kernel_mcp.agent.runlog import Record
+
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+
+
+class RunState(BaseModel):
+    spend_usd: float = 0.0  # priced turns only
+    unpriced_turns: int = 0  # turns of a model missing from the pricing table: their cost is unknown
+    turns: int = 0
+    tokens: dict[str, int] = Field(default_factory=lambda: dict.fromkeys(TOKEN_KINDS, 0))
+    evaluated: dict[str, dict[str, Any]] = Field(default_factory=dict)  # candidate hash -> its done record
+    pending: dict[str, dict[str, Any]] = Field(default_factory=dict)  # hash -> intent without a done, in order
+    baseline_hash: str | None = None  # set once the baseline's evaluation is done: never added again
+    incumbents: dict[str, str] = Field(default_factory=dict)  # island -> candidate hash
+    epoch: int = 0
+    restarts: list[dict[str, Any]] = Field(default_factory=list)
+    resumptions: int = 0
+    finished: str | None = None  # why the run ended, once it has
+
+
+def derive(records: list[Record]) -> RunState:
+    """The state after ``records`` (a journal read in order)."""
+    state = RunState()
+    for record in records:
+        apply(state, record)
+    return state
+
+
+def apply(state: RunState, record: Record) -> None:
+    """Fold one more record into ``state`` (in place)."""
+    kind, fields = record.kind, record.model_extra or {}
+    if kind == "turn":
+        state.turns += 1
+        for name, count in (fields.get("usage") or {}).items():
+            if name in state.tokens and isinstance(count, int):
+                state.tokens[name] += count
+        cost = fields.get("cost_usd")
+        if cost is None:
+            state.unpriced_turns += 1
+        else:
+            state.spend_usd += float(cost)
+    elif kind == "intent":
+        key = fields["candidate_hash"]
+        if key not in state.evaluated:
+            state.pending.setdefault(key, fields)
+    elif kind == "done":
+        key = fields["candidate_hash"]
+        state.evaluated[key] = fields
+        state.pending.pop(key, None)
+        if fields.get("role") == "baseline":
+            state.baseline_hash = key
+    elif kind == "promotion":
+        state.incumbents[str(fields["island"])] = fields["candidate_hash"]
+    elif kind == "restart":
+        state.restarts.append(fields)
+    elif kind == "epoch_started":
+        state.epoch += 1
+    elif kind == "resumed":
+        state.resumptions += 1
+    elif kind == "finished":
+        state.finished = fields.get("reason", "finished")

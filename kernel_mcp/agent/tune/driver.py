@@ -1,0 +1,101 @@
+"""The tune agent on a real candidate: its parameters from the source (params.py), each configuration
+written as its own file, compared with the real ``profile`` tool (the two timed interleaved in one
+session, every output checked), the search of search.py between them.
+
+``compare(a, b)`` profiles b with a as the baseline and takes the paired speedup over every timed shape
+(agent/decide.py); a configuration that fails its check, or whose timing is not trusted, is None: never
+chosen. ``measure`` (for successive halving) profiles configurations alone at a budget that doubles each
+round.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from kernel_mcp.agent.decide import combined_speedup, significant
+from kernel_mcp.agent.tune.params import Config, Param, apply, find_params
+from kernel_mcp.agent.tune.search import DELTA, tune
+from kernel_mcp.results import ProfileSettings
+from kernel_mcp.stats import Ratio, geometric_mean
+
+
+class TuneResult(BaseModel):
+    params: dict[str, list[int]]  # name -> values searched
+    start: dict[str, int]
+    best: dict[str, int]
+    best_file: str  # the winning configuration's source (the start's own file when nothing beat it)
+    speedup: list[float] | None = None  # [value, low, high] of the best over the start, confirmed afresh
+    comparisons: int = 0
+    measured: int = 0
+    failed: int = 0  # configurations that failed their check or their timing
+
+
+class Tuner:
+    def __init__(self, problem: str | Path, candidate: str | Path, workdir: str | Path, device: str = "auto",
+                 settings: ProfileSettings | None = None, only: list[str] | None = None, runner=None,
+                 on_progress: Callable[[str], None] | None = None):
+        self.problem, self.device, self.runner = str(problem), device, runner
+        self.source = Path(candidate).read_text()
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.params: list[Param] = [p for p in find_params(self.source) if not only or p.name in only]
+        self.settings = settings or ProfileSettings(budget_s=10.0)
+        self.say = on_progress or (lambda _: None)
+        self.failed = 0
+
+    def file_of(self, config: Config) -> Path:
+        """The configuration's source, written once under the work folder (named by its content)."""
+        text = apply(self.source, self.params, config)
+        path = self.workdir / f"tuned_{hashlib.sha256(text.encode()).hexdigest()[:12]}.py"
+        if not path.exists():
+            path.write_text(text)
+        return path
+
+    def compare(self, a: Config, b: Config) -> Ratio | None:
+        from kernel_mcp.tools.profile import profile
+        self.say(f"tune: {_changed(a, b)}")
+        result = profile(self.problem, self.file_of(b), baseline=self.file_of(a), device=self.device,
+                         settings=self.settings, runner=self.runner)
+        pairs = [(s.baseline.samples_ms, s.candidate.samples_ms) for s in result.shapes
+                 if s.baseline and s.candidate and s.credited]
+        if not (result.passed and result.trusted and pairs):
+            self.failed += 1
+            return None
+        return combined_speedup(pairs)
+
+    def measure(self, configs: list[Config], effort: float) -> list[float | None]:
+        from kernel_mcp.tools.profile import profile
+        settings = self.settings.model_copy(update={"budget_s": self.settings.budget_s * effort / 4})
+        times = []
+        for config in configs:
+            result = profile(self.problem, self.file_of(config), device=self.device, settings=settings,
+                             runner=self.runner)
+            medians = [s.candidate.median_ms for s in result.shapes if s.candidate and s.credited]
+            ok = result.passed and result.trusted and medians
+            self.failed += not ok
+            times.append(geometric_mean(medians) if ok else None)
+        return times
+
+    def run(self, delta: float = DELTA, samples: int = 16, seed: int = 0) -> TuneResult:
+        """Search, then confirm: the winner timed once more against the start in a fresh profile run on new
+        inputs, and kept only if it still wins significantly (the winner's curse at small effects)."""
+        start = {p.name: p.current for p in self.params}
+        trace = tune(self.params, self.compare, self.measure, delta=delta, samples=samples, seed=seed)
+        best, speedup = trace.best, None
+        if best != start:
+            confirmed = self.compare(start, best)
+            if confirmed is not None and significant(confirmed, delta):
+                speedup = [confirmed.value, confirmed.lo, confirmed.hi]
+            else:
+                self.say("tune: the winner did not hold up when timed again; keeping the start")
+                best = start
+        return TuneResult(params={p.name: list(p.values) for p in self.params}, start=start, best=best,
+                          best_file=str(self.file_of(best)), speedup=speedup, comparisons=trace.comparisons,
+                          measured=trace.measured, failed=self.failed)
+
+
+def _changed(a: Config, b: Config) -> str:
+    return ", ".join(f"{k} {a[k]} -> {b[k]}" for k in b if a.get(k) != b[k]) or "the same configuration"

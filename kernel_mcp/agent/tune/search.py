@@ -1,0 +1,140 @@
+"""Searching a kernel's configurations without a model: successive halving over a sample of the space, then
+coordinate descent from its winner, moving only on a statistically significant gain.
+
+Both are pure over a measurement the caller provides, so the same search runs against the real profile
+tool (``compare``: the two configurations timed interleaved in one session on fresh inputs) and against
+a synthetic landscape in the tests:
+
+* ``compare(a, b)`` -> the speedup of ``b`` over ``a`` as ``stats.Ratio`` (value and 95% CI), or None when
+  ``b`` failed (compile error, wrong output, resources): a failed configuration is never chosen;
+* ``measure(configs, budget)`` -> median time per configuration (None: failed), ``budget`` a relative
+  effort the caller maps to samples or seconds.
+
+A move needs the CI's lower end above 1 + delta, delta = max(1%, twice an A/A run's spread) as the
+orchestrator measures it: on a flat landscape the search stays where it started (tests hold it to that
+over many seeds), unlike torch Inductor's coordinate descent, which moves on any 0.1% gain.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kernel_mcp.agent.tune.params import Config, Param
+from kernel_mcp.stats import Ratio
+
+Compare = Callable[[Config, Config], Ratio | None]
+Measure = Callable[[list[Config], float], list[float | None]]
+DELTA = 0.01
+
+
+@dataclass
+class Trace:
+    """What the search did: the winner, each comparison made, and how many."""
+
+    best: Config
+    steps: list[tuple[Config, Config, Ratio | None, bool]] = field(default_factory=list)  # (from, to, ratio, moved)
+    measured: int = 0  # configurations timed in halving rounds
+
+    @property
+    def comparisons(self) -> int:
+        return len(self.steps)
+
+
+def _key(config: Config) -> tuple:
+    return tuple(sorted(config.items()))
+
+
+def neighbours(params: list[Param], config: Config, name: str) -> list[Config]:
+    """The configurations one step up and one step down ``name``'s values from ``config``."""
+    param = next(p for p in params if p.name == name)
+    index = param.values.index(config[name])
+    return [{**config, name: param.values[i]} for i in (index + 1, index - 1) if 0 <= i < len(param.values)]
+
+
+def coordinate_descent(params: list[Param], start: Config, compare: Compare, delta: float = DELTA,
+                       feasible: Callable[[Config], bool] = lambda _: True, max_rounds: int = 6,
+                       trace: Trace | None = None) -> Trace:
+    """From ``start``, for each parameter in turn: try a step up and a step down, keep walking the way
+    that gains significantly; rounds until a whole round moves nothing (or ``max_rounds``)."""
+    trace = trace or Trace(best=dict(start))
+    trace.best = dict(start)
+    tried = {_key(start)}
+    for _ in range(max_rounds):
+        moved_this_round = False
+        for param in params:
+            if len(param.values) < 2:
+                continue
+            for step in neighbours(params, trace.best, param.name):
+                walked = _walk(params, param.name, trace, step, compare, delta, feasible, tried)
+                if walked:
+                    moved_this_round = True
+                    break  # that direction gained: the other one from the new point would go back
+        if not moved_this_round:
+            break
+    return trace
+
+
+def _walk(params: list[Param], name: str, trace: Trace, step: Config, compare: Compare, delta: float,
+          feasible: Callable[[Config], bool], tried: set) -> bool:
+    """Move to ``step`` and on in the same direction while each move gains significantly."""
+    moved = False
+    direction = 1 if step[name] > trace.best[name] else -1
+    while step is not None and _key(step) not in tried and feasible(step):
+        tried.add(_key(step))
+        ratio = compare(trace.best, step)
+        gained = ratio is not None and ratio.lo > 1 + delta
+        trace.steps.append((dict(trace.best), dict(step), ratio, gained))
+        if not gained:
+            break
+        trace.best, moved = step, True
+        ahead = [n for n in neighbours(params, step, name) if (n[name] - step[name]) * direction > 0]
+        step = ahead[0] if ahead else None
+    return moved
+
+
+def successive_halving(params: list[Param], measure: Measure, start: Config, samples: int = 16,
+                       feasible: Callable[[Config], bool] = lambda _: True, seed: int = 0,
+                       trace: Trace | None = None) -> Trace:
+    """Time ``samples`` feasible configurations drawn at random (``start`` among them) at a low effort,
+    keep the faster half, double the effort, until one is left."""
+    rng = random.Random(seed)
+    pool = {_key(start): dict(start)}
+    attempts = 0
+    while len(pool) < samples and attempts < 50 * samples:
+        attempts += 1
+        config = {p.name: rng.choice(p.values) for p in params}
+        if feasible(config):
+            pool.setdefault(_key(config), config)
+    trace = trace or Trace(best=dict(start))
+    survivors, effort = list(pool.values()), 1.0
+    while len(survivors) > 1:
+        times = measure(survivors, effort)
+        trace.measured += len(survivors)
+        ranked = sorted((t, i) for i, t in enumerate(times) if t is not None)
+        if not ranked:
+            break  # every one failed: keep the start
+        survivors = [survivors[i] for _, i in ranked[:max(1, len(ranked) // 2)]]
+        effort *= 2
+    trace.best = dict(survivors[0]) if survivors else dict(start)
+    return trace
+
+
+def tune(params: list[Param], compare: Compare, measure: Measure | None = None, delta: float = DELTA,
+         feasible: Callable[[Config], bool] = lambda _: True, samples: int = 16, seed: int = 0) -> Trace:
+    """Halving first when the space is large and a measure is given, then coordinate descent from its
+    winner, which must also beat the starting configuration significantly to be kept."""
+    start = {p.name: p.current for p in params}
+    trace = Trace(best=dict(start))
+    size = 1
+    for param in params:
+        size *= len(param.values)
+    if measure is not None and size > 2 * samples:
+        successive_halving(params, measure, start, samples, feasible, seed, trace)
+        if trace.best != start:
+            ratio = compare(start, trace.best)
+            gained = ratio is not None and ratio.lo > 1 + delta
+            trace.steps.append((dict(start), dict(trace.best), ratio, gained))
+            if not gained:
+                trace.best = dict(start)
+    return coordinate_descent(params, trace.best, compare, delta, feasible, trace=trace)

@@ -1,0 +1,27 @@
+"""The tune agent end to end on the CPU (Triton's interpreter), with the real profile tool: a copy of the
+bundled vector_add whose one test shape has 65,536 elements, so that under the interpreter the time is
+the number of programs (n / BLOCK): the best BLOCK is known to be the largest tried, 8192."""
+import shutil
+
+import yaml
+
+from kernel_mcp.agent.tune.driver import Tuner
+from kernel_mcp.results import ProfileSettings
+
+from conftest import PROBLEMS
+
+
+def test_tune_finds_the_known_best_block_and_confirms_it(tmp_path):
+    problem = tmp_path / "vector_add"
+    shutil.copytree(PROBLEMS / "vector_add", problem)
+    spec = yaml.safe_load((problem / "task.yml").read_text())
+    spec["tests"] = [{"n": 65536, "itemsize": 4, "seed": 7}]
+    (problem / "task.yml").write_text(yaml.safe_dump(spec))
+    said = []
+    tuner = Tuner(problem, problem / "baseline.py", tmp_path / "work", device="cpu", only=["BLOCK"],
+                  settings=ProfileSettings(budget_s=3.0, shapes="tests", min_samples=8), on_progress=said.append)
+    result = tuner.run()
+    assert result.start == {"BLOCK": 1024} and result.best == {"BLOCK": 8192}, (result, said)
+    assert result.speedup and result.speedup[1] > 2.0  # 64 programs -> 8: confirmed in a fresh run
+    assert result.failed == 0 and "BLOCK = 8192" in (tmp_path / "work" / result.best_file.split("/")[-1]).read_text()
+    assert any("BLOCK 1024 -> 2048" in line for line in said)
