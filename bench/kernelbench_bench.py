@@ -4,7 +4,7 @@ fail unless the problem is reported degenerate; verdicts, time and device memory
 
     python bench/kernelbench_bench.py OUT_DIR [--root DIR] [--levels 1 2 3] [--only SUBSTRING]
                                       [--candidate own|zeros] [--jobs 4] [--fresh-seeds 1] [--budget-s 540]
-                                      [--skip EARLIER.jsonl ...]
+                                      [--skip EARLIER.jsonl ...] [--profile [--profile-budget-s 20]]
     python bench/kernelbench_bench.py OUT_DIR --summarize A.jsonl B.jsonl ...
 
 DIR is KernelBench's ``KernelBench`` folder (level1/, level2/, level3/; default: the team's copy in
@@ -12,7 +12,9 @@ DIR is KernelBench's ``KernelBench`` folder (level1/, level2/, level3/; default:
 (admitted by the device-memory lease); no new check starts after ``budget-s`` (those are listed as not
 run). Writes OUT_DIR/kernelbench_<candidate>.jsonl (one row per problem, appended as each ends) and prints a summary:
 passes per level, the verdict mix, and the judge's peak device memory against the reference's own.
-``--skip`` leaves out the problems an earlier run (split over several device calls) already judged;
+``--profile`` runs ``profile`` instead of ``check`` (the check, then the candidate timed against the
+reference with every timed output validated): its device memory, and, with the own-model candidate, a
+speedup that must come out near 1.0 (the reference timed against itself). ``--skip`` leaves out the problems an earlier run (split over several device calls) already judged;
 ``--summarize`` renders the summary of the rows of several runs, the last row per problem winning.
 """
 from __future__ import annotations
@@ -52,7 +54,8 @@ def candidate_file(problem: Path, folder: Path, kind: str) -> Path:
 
 
 def row_of(level: int, problem: Path, result, seconds: float) -> dict:
-    memory = result.memory
+    check = getattr(result, "check", None)  # a ProfileResult holds its check, and the judge's memory there
+    memory = result.memory if check is None and hasattr(result, "memory") else (check.memory if check else None)
     failing = next((f for f in reversed(result.findings) if f.severity == "error" or f.code == "degenerate_problem"),
                    None)
     precision = next((f.message for f in result.findings if f.code == "precision"), "")
@@ -62,14 +65,13 @@ def row_of(level: int, problem: Path, result, seconds: float) -> dict:
             "judge_peak": memory.judge_peak_bytes if memory else None,
             "check_need": memory.check_need_bytes if memory else None,
             "finding": f"{failing.code}: {failing.message[:400]}" if failing else "",
-            "tf32": "TF32" in precision}
+            "tf32": "TF32" in precision, "speedup": getattr(result, "speedup", None)}
 
 
 def run_all(args) -> list[dict]:
-    from kernel_mcp.tools.check import check
     done = {(r["level"], r["problem"]) for r in read_rows(args.skip) if r.get("passed") is not None}
     todo = [(level, p) for level, p in problems(args.root, args.levels, args.only) if (level, p.name) not in done]
-    out = args.out_dir / f"kernelbench_{args.candidate}.jsonl"
+    out = args.out_dir / f"kernelbench_{args.candidate}{'_profile' if args.profile else ''}.jsonl"
     lock, rows, started = threading.Lock(), [], time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix="kb-candidates-"))
 
@@ -81,8 +83,7 @@ def run_all(args) -> list[dict]:
         else:
             begun = time.monotonic()
             try:
-                result = check(problem, candidate_file(problem, folder, args.candidate), device=args.device,
-                               fresh_seeds=args.fresh_seeds)
+                result = run_one(args, problem, candidate_file(problem, folder, args.candidate))
                 row = {**row_of(level, problem, result, time.monotonic() - begun), "candidate": args.candidate}
             except Exception as exc:  # noqa: BLE001  (a usage error is a row too)
                 row = {"level": level, "problem": problem.name, "verdict": f"raised {type(exc).__name__}",
@@ -97,6 +98,15 @@ def run_all(args) -> list[dict]:
     with ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(one, todo))
     return rows
+
+
+def run_one(args, problem: Path, candidate: Path):
+    if args.profile:
+        from kernel_mcp.results import ProfileSettings
+        from kernel_mcp.tools.profile import profile
+        return profile(problem, candidate, device=args.device, settings=ProfileSettings(budget_s=args.profile_budget_s))
+    from kernel_mcp.tools.check import check
+    return check(problem, candidate, device=args.device, fresh_seeds=args.fresh_seeds)
 
 
 def read_rows(files: list[Path]) -> list[dict]:
@@ -142,6 +152,8 @@ def main() -> None:
     parser.add_argument("--candidate", choices=sorted(CANDIDATES), default="own")
     parser.add_argument("--skip", type=Path, nargs="*", default=[])
     parser.add_argument("--summarize", type=Path, nargs="*", default=None)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile-budget-s", type=float, default=20.0)
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     if args.summarize is not None:
@@ -151,7 +163,7 @@ def main() -> None:
     rows = run_all(args)
     ran = sum(r["passed"] is not None for r in rows)
     text = summary(rows) + f"\n{ran} checks in {time.monotonic() - started:.0f} s, {args.jobs} jobs"
-    (args.out_dir / f"kernelbench_{args.candidate}_summary.md").write_text(text + "\n")
+    (args.out_dir / f"kernelbench_{args.candidate}{'_profile' if args.profile else ''}_summary.md").write_text(text + "\n")
     print(text)
 
 
