@@ -64,7 +64,10 @@ class Tuner:
         if not (result.passed and result.trusted and pairs):
             self.failed += 1
             return None
-        return combined_speedup(pairs)
+        try:
+            return combined_speedup(pairs)
+        except ValueError:  # too few paired samples for an interval: no decision, never a move
+            return None
 
     def measure(self, configs: list[Config], effort: float) -> list[float | None]:
         from kernel_mcp.tools.profile import profile
