@@ -58,6 +58,7 @@ def test_openai_usage_counts_cached_and_reasoning_tokens_once(monkeypatch):
     assert first.usage == Usage(input=1000, output=80, cache_read=4000, reasoning=30)
     assert first.cost_usd is None and second.cost_usd is None  # gpt-test is in no table: unpriced, not $0
     assert any(item.get("type") == "reasoning" for item in fake.requests[1].body["input"])  # sent back whole
+    assert fake.requests[0].body["store"] is False and "reasoning.encrypted_content" in fake.requests[0].body["include"]
 
 
 def test_a_provider_reported_cost_is_kept_beside_the_table(monkeypatch, tmp_path):

@@ -27,8 +27,10 @@ class ResponsesSession:
         self.items += [{"type": "function_call_output", "call_id": r.call_id, "output": r.content} for r in results or []]
         if text:
             self.items.append({"role": "user", "content": text})
+        # nothing stored server-side: a reasoning model's reasoning items come back encrypted, to be sent
+        # again with the next turn (they cannot be referred to by id when store=False)
         reply = self.client.responses.create(model=self.model, instructions=self.system, input=self.items,
-                                             tools=self.tools, store=False)
+                                             tools=self.tools, store=False, include=["reasoning.encrypted_content"])
         output = [item.model_dump(exclude_none=True) for item in reply.output]
         self.items += output
         texts = [part.get("text", "") for item in output if item["type"] == "message"
