@@ -1,4 +1,4 @@
-"""The agent texts: skills loaded from ``kernel_mcp/skills/<name>/SKILL.md`` (the one source) and rendered
+"""The agent texts: skills loaded from ``skills/<name>/SKILL.md`` (the one source; kernel_mcp.assets) and rendered
 for each client (Claude Code skills, Cursor rules, the Codex AGENTS.md block, the Claude Code plugin).
 
 The repository's derived copies (AGENTS.md, .cursor/rules, plugins/kernel-mcp, .claude-plugin) are
@@ -19,7 +19,6 @@ from kernel_mcp.results import UsageError
 SERVER_NAME = "kernel-mcp"
 SKILL_ORDER = ("kernel-optimization-loop", "reading-kernel-results", "kernel-evaluation-integrity",
                "triton-kernels", "cuda-cpp-kernels", "hip-kernels")
-SKILLS_DIR = Path(__file__).resolve().parent / "skills"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Claude Code names an MCP tool mcp__<server>__<tool>; a plugin's server is "plugin:<plugin>:<server>", and
@@ -30,7 +29,7 @@ PLUGIN_TOOL_PREFIX = f"mcp__plugin_{PLUGIN_NAME}_{SERVER_NAME}__"
 
 # Marks text kernel_mcp wrote, so a rerun may replace it and nothing else.
 SKILL_MARKER = "<!-- kernel-mcp: written by `kernel-mcp install`; a rerun overwrites this file -->"
-GENERATED_MARKER = "<!-- kernel-mcp: generated from kernel_mcp/skills by `python -m kernel_mcp.install --generate` -->"
+GENERATED_MARKER = "<!-- kernel-mcp: generated from skills/ by `python -m kernel_mcp.install --generate` -->"
 BLOCK_BEGIN = "<!-- kernel-mcp:begin (managed by `kernel-mcp install codex`; a rerun replaces this block) -->"
 BLOCK_END = "<!-- kernel-mcp:end -->"
 BLOCK_RE = re.compile(re.escape("<!-- kernel-mcp:begin") + r".*?" + re.escape(BLOCK_END) + r"\n?", re.S)
@@ -62,8 +61,10 @@ def _split_frontmatter(text: str, source: Path) -> tuple[dict[str, Any], str]:
     return meta, text[match.end():]
 
 
-def load_skills(folder: Path = SKILLS_DIR) -> list[Skill]:
+def load_skills(folder: Path | None = None) -> list[Skill]:
     """Every skills/<name>/SKILL.md (in SKILL_ORDER); the folder name must equal the frontmatter name."""
+    from kernel_mcp.assets import skills_dir
+    folder = folder or skills_dir()
     skills = []
     for path in sorted(folder.glob("*/SKILL.md")):
         meta, body = _split_frontmatter(path.read_text(encoding="utf-8"), path)

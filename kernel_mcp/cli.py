@@ -63,7 +63,7 @@ def check(problem: Path = typer.Argument(..., help="problem folder (task.yml + r
 def demo(device: str = typer.Option("auto", help="auto | cpu | cuda"),
          as_json: bool = typer.Option(False, "--json", help="print one JSON list")) -> None:
     """Check every bundled problem's Triton baseline and print a table (no GPU or API key needed)."""
-    from kernel_mcp.bundled import bundled_problems
+    from kernel_mcp.assets import bundled_problems
     from kernel_mcp.tools.check import check as run
     results = []
     for folder in bundled_problems():

@@ -1,6 +1,6 @@
 """Wire kernel_mcp into coding agents: Claude Code, Codex and Cursor (``kernel-mcp install <client>``).
 
-Each client gets the MCP server (named ``kernel-mcp``) and the skills from ``kernel_mcp/skills/*/SKILL.md``,
+Each client gets the MCP server (named ``kernel-mcp``) and the skills from ``skills/*/SKILL.md``,
 the one source of the agent texts. Config files are merged, never replaced (install_files.py): other servers,
 keys, comments and the user's own text survive, and running the install twice writes the same bytes. A file this
 module cannot merge safely (malformed JSON/TOML, a skill of the same name written by someone else) stops the
@@ -81,7 +81,7 @@ def install(client: str, scope: str = "project", root: Path | str | None = None,
 def _main(argv: list[str]) -> int:
     import argparse
     parser = argparse.ArgumentParser(prog="python -m kernel_mcp.install",
-                                     description="Regenerate the agent files derived from kernel_mcp/skills.")
+                                     description="Regenerate the agent files derived from skills/.")
     parser.add_argument("--generate", action="store_true", help="rewrite AGENTS.md, .cursor/rules, the plugin")
     parser.add_argument("--check", action="store_true", help="exit 1 if a generated file is stale")
     parser.add_argument("--repo", type=Path, default=REPO_ROOT, help="repository root (default: this checkout)")

@@ -3,7 +3,7 @@ import textwrap
 
 import pytest
 
-from kernel_mcp.bundled import bundled_problems
+from kernel_mcp.assets import bundled_problems
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import UsageError
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from mcp.server import MCPServer
 
 from kernel_mcp.jobs import JobBoard
-from kernel_mcp.prompts import load_prompt
+from kernel_mcp.assets import load_prompt
 from kernel_mcp.server.common import ToolSpace
 from kernel_mcp.server.http import BearerAuth, is_loopback, parse_listen, serve_http
 from kernel_mcp.server.instruments import register_instruments
