@@ -12,6 +12,9 @@ from kernel_mcp.snapshots import Snapshot, SnapshotMeta, Store
 from kernel_mcp.stall import RunFacts, StallPolicy, StallStatus, assess
 
 
+NOVELTY_LOOKBACK = 60  # snapshots whose sources the status tool reads to spot repeated proposals (S4)
+
+
 def metrics(check: CheckResult | None = None, profile: ProfileResult | None = None,
             roofline: RooflineResult | None = None, compile: CompileResult | None = None) -> dict[str, Any]:  # noqa: A002
     """The numbers a snapshot keeps, from whichever results the evaluation produced."""
@@ -146,6 +149,7 @@ def status(root: str | Path, problem: str, policy: StallPolicy | None = None) ->
     history = [s for s in _all(root) if s.problem == name]
     sources = None
     if history:
-        with Store(root, create=False) as store:
-            sources = [_source(store, s) for s in history]
+        older = max(0, len(history) - NOVELTY_LOOKBACK)
+        with Store(root, create=False) as store:  # one `git show` per snapshot read: the recent ones only
+            sources = [""] * older + [_source(store, s) for s in history[older:]]
     return assess(history, policy, RunFacts(sources=sources))
