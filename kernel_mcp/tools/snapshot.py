@@ -142,7 +142,8 @@ def restore(root: str | Path, snapshot_id: str, force: bool = False) -> list[str
         return store.restore(store.get(snapshot_id), force=force)
 
 
-def status(root: str | Path, problem: str, policy: StallPolicy | None = None) -> StallStatus:
+def status(root: str | Path, problem: str, policy: StallPolicy | None = None,
+           facts: RunFacts | None = None) -> StallStatus:
     """The stall signals for one problem's search and the ladder's suggested rung (kernel_mcp/stall.py), the
     same the orchestrator computes; the candidates' sources are read from the store for mode collapse."""
     name = problem_name(problem)
@@ -152,4 +153,5 @@ def status(root: str | Path, problem: str, policy: StallPolicy | None = None) ->
         older = max(0, len(history) - NOVELTY_LOOKBACK)
         with Store(root, create=False) as store:  # one `git show` per snapshot read: the recent ones only
             sources = [""] * older + [_source(store, s) for s in history[older:]]
-    return assess(history, policy, RunFacts(sources=sources))
+    facts = (facts or RunFacts()).model_copy(update={"sources": sources})  # a run adds what only it knows
+    return assess(history, policy, facts)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from kernel_mcp.agent.decide import combined_speedup, significant
+from kernel_mcp.agent.compare import compare_files
+from kernel_mcp.agent.decide import significant
 from kernel_mcp.agent.tune.params import Config, Param, apply, find_params
 from kernel_mcp.agent.tune.search import DELTA, tune
 from kernel_mcp.results import ProfileSettings
@@ -55,19 +56,10 @@ class Tuner:
         return path
 
     def compare(self, a: Config, b: Config) -> Ratio | None:
-        from kernel_mcp.tools.profile import profile
         self.say(f"tune: {_changed(a, b)}")
-        result = profile(self.problem, self.file_of(b), baseline=self.file_of(a), device=self.device,
-                         settings=self.settings, runner=self.runner)
-        pairs = [(s.baseline.samples_ms, s.candidate.samples_ms) for s in result.shapes
-                 if s.baseline and s.candidate and s.credited]
-        if not (result.passed and result.trusted and pairs):
-            self.failed += 1
-            return None
-        try:
-            return combined_speedup(pairs)
-        except ValueError:  # too few paired samples for an interval: no decision, never a move
-            return None
+        ratio = compare_files(self.problem, self.file_of(a), self.file_of(b), self.device, self.settings, self.runner)
+        self.failed += ratio is None
+        return ratio
 
     def measure(self, configs: list[Config], effort: float) -> list[float | None]:
         from kernel_mcp.tools.profile import profile
