@@ -5,7 +5,7 @@
 * L3 hard restart: a fresh session from the *baseline* with the brief and no code of this run (a new epoch);
 * L4 stop (speed-of-light reached, budget spent, or restarts no longer gain).
 
-A rung is given CLIMB_AFTER evaluations before the ladder climbs past it; a promotion resets it. Every
+A rung is given CLIMB_AFTER proposals before the ladder climbs past it; a promotion resets it. Every
 model turn's usage and cost is journaled before the loop acts on it.
 """
 from __future__ import annotations
@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 
 MAX_TURNS = 12  # per session, before the loop takes stock
 IDLE_EPISODES = 2  # sessions in a row that end without proposing anything: the agent has nothing more
-CLIMB_AFTER = 3  # evaluations a rung is given to work before the ladder climbs past it
+CLIMB_AFTER = 3  # proposals a rung is given to work before the ladder climbs past it
 
 
 class Conversation:
     def __init__(self, optimizer: Optimizer):
         self.opt = optimizer
-        self.rung, self.since_rung = 0, 0  # the ladder's rung since the last promotion; evaluations since
+        self.rung, self.since_rung = 0, 0  # the ladder's rung since the last promotion; proposals since
         self.incumbent = optimizer.state.incumbents.get("0")
 
     def run(self) -> str:
