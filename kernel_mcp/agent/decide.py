@@ -56,7 +56,8 @@ def paired_speedup(incumbent_ms: Sequence[float], candidate_ms: Sequence[float])
 def combined_speedup(shapes: Sequence[tuple[Sequence[float], Sequence[float]]]) -> Ratio:
     """Geometric mean over shapes of the paired speedups, each shape (incumbent, candidate) samples; the
     CI from the shapes' variances summed (their timings are independent)."""
-    parts = [_mean_and_variance_of_mean(_log_pairs(a, b)) + (len(a),) for a, b in shapes]
+    logs = [_log_pairs(a, b) for a, b in shapes]
+    parts = [_mean_and_variance_of_mean(d) + (len(d),) for d in logs]
     if not parts:
         raise ValueError("no shapes to combine")
     k = len(parts)

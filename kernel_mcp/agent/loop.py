@@ -69,12 +69,15 @@ class Optimizer:
         key = self.state.incumbents.get("0")
         return self.source_of(key) if key else self.start_source
 
+    def path_of(self, key: str) -> Path:
+        return self.workspace / "candidates" / f"{key}.py"
+
     def source_of(self, key: str) -> str:
-        return (self.workspace / "candidates" / f"{key}.py").read_text()
+        return self.path_of(key).read_text()
 
     def file_of(self, source: str) -> tuple[str, Path]:
         key = candidate_hash(source.encode())
-        path = self.workspace / "candidates" / f"{key}.py"
+        path = self.path_of(key)
         path.parent.mkdir(exist_ok=True)
         if not path.exists():
             path.write_text(source)
@@ -104,8 +107,7 @@ class Optimizer:
     def better(self, key: str) -> Ratio | None:
         """The candidate against the incumbent, timed interleaved, then again in a fresh run on new inputs
         (the winner's curse): the second speedup when both show a significant gain, else None."""
-        folder = self.workspace / "candidates"
-        incumbent, candidate = folder / f"{self.state.incumbents['0']}.py", folder / f"{key}.py"
+        incumbent, candidate = self.path_of(self.state.incumbents["0"]), self.path_of(key)
         settings = ProfileSettings(budget_s=self.budget_s, shapes=self.shapes)
         ratio = None
         for _ in range(2):

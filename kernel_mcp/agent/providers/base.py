@@ -12,6 +12,7 @@ Token counts are normalised so that a turn's cost is one formula whatever the AP
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -84,7 +85,6 @@ def priced(turn: Turn, provider: str) -> Turn:
 def arguments_of(raw: str | dict | None) -> dict[str, Any]:
     """A tool call's arguments: a dict, or the JSON text some APIs send; text that is not a JSON object is
     kept whole under ``_raw`` so the loop can tell the model its call was malformed."""
-    import json
     if isinstance(raw, dict):
         return raw
     try:

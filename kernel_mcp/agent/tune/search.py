@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kernel_mcp.agent.tune.params import Config, Param
+from kernel_mcp.agent.tune.params import Config, Param, space_size
 from kernel_mcp.stats import Ratio
 
 Compare = Callable[[Config, Config], Ratio | None]
@@ -126,10 +126,7 @@ def tune(params: list[Param], compare: Compare, measure: Measure | None = None, 
     winner, which must also beat the starting configuration significantly to be kept."""
     start = {p.name: p.current for p in params}
     trace = Trace(best=dict(start))
-    size = 1
-    for param in params:
-        size *= len(param.values)
-    if measure is not None and size > 2 * samples:
+    if measure is not None and space_size(params) > 2 * samples:
         successive_halving(params, measure, start, samples, feasible, seed, trace)
         if trace.best != start:
             ratio = compare(start, trace.best)
