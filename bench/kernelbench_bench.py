@@ -2,7 +2,7 @@
 (``ModelNew = Model``), which must pass, or (``--candidate zeros``) a ModelNew returning zeros, which must
 fail unless the problem is reported degenerate; verdicts, time and device memory per problem.
 
-    python bench/kernelbench_bench.py OUT_DIR [--root DIR] [--levels 1 2 3] [--only SUBSTRING]
+    python bench/kernelbench_bench.py OUT_DIR [--root DIR] [--levels 1 2 3] [--only SUBSTRING ...]
                                       [--candidate own|zeros] [--jobs 4] [--fresh-seeds 1] [--budget-s 540]
                                       [--skip EARLIER.jsonl ...] [--profile [--profile-budget-s 20]]
     python bench/kernelbench_bench.py OUT_DIR --summarize A.jsonl B.jsonl ...
@@ -34,10 +34,10 @@ DEFAULT_ROOT = REPO.parent / "shared" / "benchmarks" / "kernelbench" / "KernelBe
 GiB = float(1 << 30)
 
 
-def problems(root: Path, levels: list[int], only: str) -> list[tuple[int, Path]]:
+def problems(root: Path, levels: list[int], only: list[str]) -> list[tuple[int, Path]]:
     return [(level, path) for level in levels for path in sorted((root / f"level{level}").glob("*.py"),
                                                                  key=lambda p: int(p.name.split("_")[0]))
-            if only in path.name]
+            if any(part in path.name for part in only)]
 
 
 CANDIDATES = {  # appended to the problem's own source
@@ -144,7 +144,7 @@ def main() -> None:
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--only", default="")
+    parser.add_argument("--only", nargs="+", default=[""], help="substrings of problem file names")
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--fresh-seeds", type=int, default=1)
     parser.add_argument("--budget-s", type=float, default=540.0)

@@ -210,5 +210,8 @@ def calibrate(as_json: bool = JSON_OPT) -> None:
     Console().print(table)
 
 
+from kernel_mcp import cli_optimize  # noqa: E402,F401  (registers optimize and report on the app)
+
+
 def main() -> None:
     app()

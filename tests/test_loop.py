@@ -43,7 +43,7 @@ def test_a_scripted_model_improves_is_refused_and_runs_dry(tmp_path, monkeypatch
         config = RunConfig(problem=str(problem), problem_hash="-", agent="anthropic:claude-opus-4-5")
         with RunFolder.create(tmp_path / "run", config) as folder:
             reason = Optimizer(folder, problem, problem / "baseline.py", config.agent, Budget(evaluations=10),
-                               device="cpu", budget_s=3.0, shapes="tests").run()
+                               device="cpu", budget_s=3.0, shapes="tests", tune=False).run()
             state = folder.state
     assert reason.startswith("stop: the agent proposed nothing"), reason
     records = read(tmp_path / "run" / "journal.jsonl")
@@ -94,7 +94,7 @@ def test_a_resumed_run_finishes_what_was_in_flight_and_keeps_its_spend(tmp_path,
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
         with RunFolder.resume(tmp_path / "run") as folder:
             Optimizer(folder, problem, problem / "baseline.py", config.agent, Budget(evaluations=10),
-                      device="cpu", budget_s=3.0, shapes="tests").run()
+                      device="cpu", budget_s=3.0, shapes="tests", tune=False).run()
             state = folder.state
     records = read(tmp_path / "run" / "journal.jsonl")
     assert [r.model_extra["role"] for r in records if r.kind == "done"] == ["baseline", "candidate"]

@@ -26,7 +26,7 @@ def honest(tmp_path):
 def test_honest_candidate_with_baseline_is_timed_and_trusted(honest):
     result = profile(PROBLEMS / "vector_add", honest, baseline=honest, device="cpu", settings=settings_from(**QUICK))
     assert result.passed and result.trusted, result.findings
-    assert result.check.passed and len(result.shapes) == 4
+    assert result.check.passed and len(result.shapes) == 5  # the five test shapes
     for shape in result.shapes:
         assert shape.credited and shape.candidate.clock == "cpu wall clock"
         assert shape.candidate.samples >= 6 and shape.reference.samples >= 6

@@ -143,12 +143,14 @@ def test_halving_then_descent_in_a_large_space_uses_a_fraction_of_it():
 @pytest.mark.parametrize("problem", ["vector_add", "matmul_fp32"])
 def test_a_tuned_configuration_of_a_bundled_baseline_still_passes_check(tmp_path, problem):
     """The rewrite is real code: the bundled baseline with other block sizes and launch options passes the
-    real check (Triton's interpreter on the CPU ignores num_warps, but the launch must accept it)."""
+    real check on this machine's device (Triton's interpreter on a CPU ignores num_warps, but the launch must
+    accept it; on a GPU the compiled kernel runs: the H200's Triton interpreter itself fails on this matmul's
+    ``range(0, k, BLOCK_K)`` with launch options given, 2026-12-01, which no user meets there)."""
     from kernel_mcp.tools.check import check
     source = (PROBLEMS / problem / "baseline.py").read_text()
     params = find_params(source)
     config = {p.name: p.values[min(len(p.values) - 1, p.values.index(p.current) + 1)] for p in params}
     candidate = tmp_path / "tuned.py"
     candidate.write_text(apply(source, params, config))
-    result = check(PROBLEMS / problem, candidate, device="cpu", fresh_seeds=1)
+    result = check(PROBLEMS / problem, candidate, device="auto", fresh_seeds=1)
     assert result.passed, result.verdict

@@ -25,3 +25,4 @@ def test_tune_finds_the_known_best_block_and_confirms_it(tmp_path):
     assert result.speedup and result.speedup[1] > 2.0  # 64 programs -> 8: confirmed in a fresh run
     assert result.failed == 0 and "BLOCK = 8192" in (tmp_path / "work" / result.best_file.split("/")[-1]).read_text()
     assert any("BLOCK 1024 -> 2048" in line for line in said)
+

@@ -1,17 +1,21 @@
 """A model agent's episodes on one island, and the restart ladder between them (kernel_mcp/stall.py):
 
 * L1 nudge: the ladder's suggestion goes with the next tool results, in the same session;
-* L2 soft restart: a fresh session on the best kernel, with the lessons brief;
-* L3 hard restart: a fresh session from the *baseline* with the brief and no code of this run (a new epoch);
+* L2 soft restart: a fresh session on the best kernel of any island (agent/islands.py), with the lessons brief;
+* L3 hard restart: a fresh session from the *baseline* with the brief and no code of this run (a new epoch:
+  the baseline becomes the island's incumbent again; the run's best is kept in the journal);
 * L4 stop (speed-of-light reached, budget spent, or restarts no longer gain).
 
 A rung is given CLIMB_AFTER proposals before the ladder climbs past it; a promotion resets it. Every
-model turn's usage and cost is journaled before the loop acts on it.
+model turn's usage and cost is journaled before the loop acts on it; each episode's opening prompt and its
+turns are kept under RUN/episodes/.
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
+from kernel_mcp.agent.islands import adopt_best
 from kernel_mcp.agent.providers.base import ToolResult, Turn
 from kernel_mcp.assets import load_prompt
 
@@ -24,17 +28,20 @@ CLIMB_AFTER = 3  # proposals a rung is given to work before the ladder climbs pa
 
 
 class Conversation:
-    def __init__(self, optimizer: Optimizer):
-        self.opt = optimizer
+    def __init__(self, optimizer: Optimizer, island: str = "0"):
+        self.opt, self.island = optimizer, island
         self.rung, self.since_rung = 0, 0  # the ladder's rung since the last promotion; proposals since
-        self.incumbent = optimizer.state.incumbents.get("0")
+        self.incumbent = optimizer.state.incumbents.get(island)
+        self.stream = None  # the current episode's file under RUN/episodes/
 
     def run(self) -> str:
         from kernel_mcp.agent.loop import PROPOSE
         opening, idle = self._opening(0, ""), 0
         while True:
+            if self.opt.out_of_budget():
+                return f"stop: {self.opt.out_of_budget()}"
             session = self.opt.open_session(self.opt.agent, self.opt.system_prompt(), [PROPOSE])
-            self.opt.folder.record("episode_started", island="0", rung=self.rung)
+            self._start_episode(opening)
             outcome, proposed = self._episode(session, opening)
             idle = 0 if proposed else idle + 1
             if outcome.startswith("stop"):
@@ -43,22 +50,39 @@ class Conversation:
                 return "stop: the agent proposed nothing in its last sessions"
             level = int(outcome[1]) if outcome.startswith("L") else 2  # a session that ended: a fresh one
             why = outcome.split(": ", 1)[1] if ": " in outcome else "The previous session ended without a new best."
-            self.opt.folder.record("restart", island="0", level=level, why=why)
-            if level == 3:
-                self.opt.folder.record("epoch_started", island="0")
+            self._restart(level, why)
             opening = self._opening(level, why)
+
+    def _restart(self, level: int, why: str) -> None:
+        self.opt.folder.record("restart", island=self.island, level=level, why=why)
+        if level == 3:  # from scratch: the baseline is the island's incumbent again
+            self.opt.folder.record("epoch_started", island=self.island)
+            self.opt.promote(self.opt.state.baseline_hash, self.island, None, how="hard restart")
+        else:
+            adopt_best(self.opt, self.island)
+        self.incumbent, self.rung, self.since_rung = self.opt.state.incumbents.get(self.island), 0, 0
+
+    def _start_episode(self, opening: str) -> None:
+        record = self.opt.folder.record("episode_started", island=self.island, rung=self.rung)
+        self.stream = self.opt.folder.path / "episodes" / f"island-{self.island}-{record.seq}.jsonl"
+        self._keep({"prompt": opening})
 
     def _opening(self, level: int, why: str) -> str:
         brief = self.opt.brief()
         brief = f"What this run has learnt so far:\n\n{brief}" if brief else ""
+        source = self.opt.incumbent_source(self.island)  # after an L3 restart: the baseline, no code of the run
         if level == 0:
-            return load_prompt("iterate").format(source=self.opt.incumbent_source(), brief=brief)
-        source = self.opt.start_source if level == 3 else self.opt.incumbent_source()  # L3: no code of the run
+            return load_prompt("iterate").format(source=source, brief=brief)
         return load_prompt("restart").format(why=why, brief=brief, source=source)
+
+    def _keep(self, entry: dict) -> None:
+        with open(self.stream, "a") as handle:
+            handle.write(json.dumps(entry) + "\n")
 
     def _send(self, session, text: str | None = None, results: list[ToolResult] | None = None) -> Turn:
         turn = session.send(text, results)
-        self.opt.record_turn(turn)
+        self.opt.record_turn(turn, self.island)
+        self._keep({"sent": text, "results": [r.model_dump() for r in results or []], "turn": turn.model_dump()})
         return turn
 
     def _episode(self, session, opening: str) -> tuple[str, bool]:
@@ -74,7 +98,7 @@ class Conversation:
                     results.append(ToolResult(call_id=call.id, content=f"no tool {call.name!r}: use propose",
                                               is_error=True))
                     continue
-                text, error = self.opt.propose(str(call.arguments.get("edit", "")),
+                text, error = self.opt.propose(self.island, str(call.arguments.get("edit", "")),
                                                str(call.arguments.get("idea", "")))
                 proposed = True
                 results.append(ToolResult(call_id=call.id, content=text, is_error=error))
@@ -91,15 +115,15 @@ class Conversation:
         """The ladder after a proposal: '' (keep going), a nudge's text (L1), 'L2: why', 'L3: why' or
         'stop: why'."""
         from kernel_mcp.tools.snapshot import status
-        if self.opt.state.incumbents.get("0") != self.incumbent:
-            self.incumbent, self.rung, self.since_rung = self.opt.state.incumbents.get("0"), 0, 0
+        if self.opt.state.incumbents.get(self.island) != self.incumbent:
+            self.incumbent, self.rung, self.since_rung = self.opt.state.incumbents.get(self.island), 0, 0
         self.since_rung += 1
         facts = self.opt.facts().model_copy(update={"last_level": self.rung})
-        ladder = status(self.opt.workspace, self.opt.problem.name, facts=facts)
+        ladder = status(self.opt.workspace(self.island), self.opt.problem.name, facts=facts)
         if ladder.level >= 4:
             return f"stop: {ladder.suggestion}"
         if ladder.level <= self.rung or (self.rung and self.since_rung < CLIMB_AFTER):
             return ""
         self.rung, self.since_rung = ladder.level, 0
-        self.opt.folder.record("stall", island="0", level=ladder.level, signals=[x.code for x in ladder.signals])
+        self.opt.folder.record("stall", island=self.island, level=ladder.level, signals=[x.code for x in ladder.signals])
         return ladder.suggestion if ladder.level == 1 else f"L{ladder.level}: {ladder.suggestion}"

@@ -60,7 +60,9 @@ class RunFolder:
             self._lock.close()
             raise RunBusy(f"{path} is driven by another process ({_heartbeat_text(path)})") from None
         self.log = RunLog(path / "journal.jsonl")
+        self._writing = threading.Lock()  # islands record from their own threads: one record at a time
         self.state: RunState = derive(self.log.records)
+        self.listeners: list = []  # called with (record, state) after each record (the live progress view)
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, daemon=True, name="run heartbeat")
         self._beat.start()
@@ -98,9 +100,12 @@ class RunFolder:
     # --- the journal, and the state derived from it ----------------------------------------------------
     def record(self, kind: Kind, **fields: Any) -> Record:
         """Append a record (durable when this returns) and bring state.json up to date."""
-        record = self.log.append(kind, **fields)
-        apply(self.state, record)
-        _write_atomic(self.path / "state.json", self.state.model_dump_json(indent=1).encode())
+        with self._writing:
+            record = self.log.append(kind, **fields)
+            apply(self.state, record)
+            _write_atomic(self.path / "state.json", self.state.model_dump_json(indent=1).encode())
+            for listener in self.listeners:
+                listener(record, self.state)
         return record
 
     # --- the evaluation cache --------------------------------------------------------------------------

@@ -33,6 +33,7 @@ Kind = Literal[
     "stall",            # stall signals fired, with the level of the restart ladder chosen
     "restart",          # an island restarted (level, lessons brief, no code for a hard restart)
     "lesson",           # a structured lesson record
+    "tuned",            # the tune agent searched an incumbent's parameters (start, winner, speedup)
     "finished",         # the run ended (why)
 ]
 

@@ -7,7 +7,11 @@ Conventions of the records it reads (``agent/runlog.py``):
   is unpriced, which is never counted as $0 but as an unpriced turn);
 * ``intent`` / ``done``: ``candidate_hash`` (the evaluation cache's key), ``island``, ``role`` ("baseline"
   or "candidate"); ``done`` adds the result's summary (``verdict``, ``passed``, ``speedup``...);
-* ``promotion``: ``island``, ``candidate_hash``; ``restart``: ``island``, ``level``; ``finished``: ``reason``.
+* ``promotion``: ``island``, ``candidate_hash``; ``restart``: ``island``, ``level``; ``finished``: ``reason``;
+* ``tuned``: ``start_hash`` (the incumbent searched), ``best_hash``, ``best`` (its parameters).
+
+Time spent (``active_s``) sums the gaps between records, except the gap before a ``resumed``: the time a
+run lay dead is not charged to its budget.
 """
 from __future__ import annotations
 
@@ -32,6 +36,9 @@ class RunState(BaseModel):
     epoch: int = 0
     restarts: list[dict[str, Any]] = Field(default_factory=list)
     resumptions: int = 0
+    tuned: list[str] = Field(default_factory=list)  # incumbents the tune agent has searched (never twice)
+    active_s: float = 0.0  # seconds of records written while a process drove the run, summed over processes
+    last_at: float | None = None  # the last record's wall clock
     finished: str | None = None  # why the run ended, once it has
 
 
@@ -46,6 +53,9 @@ def derive(records: list[Record]) -> RunState:
 def apply(state: RunState, record: Record) -> None:
     """Fold one more record into ``state`` (in place)."""
     kind, fields = record.kind, record.model_extra or {}
+    if state.last_at is not None and kind not in ("resumed", "run_started"):  # a gap before a resume is not spent
+        state.active_s += max(0.0, record.at - state.last_at)
+    state.last_at = record.at
     if kind == "turn":
         state.turns += 1
         for name, count in (fields.get("usage") or {}).items():
@@ -72,6 +82,8 @@ def apply(state: RunState, record: Record) -> None:
         state.restarts.append(fields)
     elif kind == "epoch_started":
         state.epoch += 1
+    elif kind == "tuned":
+        state.tuned.append(fields["start_hash"])
     elif kind == "resumed":
         state.resumptions += 1
     elif kind == "finished":

@@ -6,12 +6,17 @@ session, every output checked), the search of search.py between them.
 (agent/decide.py); a configuration that fails its check, or whose timing is not trusted, is None: never
 chosen. ``measure`` (for successive halving) profiles configurations alone at a budget that doubles each
 round.
+
+With a ``memo`` (the run folder's evaluation cache), every comparison and measurement is kept by the
+content of the files and settings involved; the search is deterministic given them, so a tune resumed
+after ``kill -9`` replays what was measured from the memo and times only what was not.
 """
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -34,18 +39,36 @@ class TuneResult(BaseModel):
     failed: int = 0  # configurations that failed their check or their timing
 
 
+# Launch options Triton's interpreter (TRITON_INTERPRET=1, kernels on a CPU) ignores: searching them there
+# would time noise only.
+GPU_ONLY = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+class Memo(Protocol):
+    def cached(self, key: str) -> dict[str, Any] | None: ...
+
+    def cache(self, key: str, result: dict[str, Any]) -> None: ...
+
+
 class Tuner:
     def __init__(self, problem: str | Path, candidate: str | Path, workdir: str | Path, device: str = "auto",
                  settings: ProfileSettings | None = None, only: list[str] | None = None, runner=None,
-                 on_progress: Callable[[str], None] | None = None):
+                 on_progress: Callable[[str], None] | None = None, memo: Memo | None = None,
+                 stop: Callable[[], bool] | None = None, interpreted: bool | None = None):
         self.problem, self.device, self.runner = str(problem), device, runner
         self.source = Path(candidate).read_text()
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.params: list[Param] = [p for p in find_params(self.source) if not only or p.name in only]
+        if interpreted is None:  # kernels run by Triton's interpreter: on a CPU
+            from kernel_mcp.worker.resolve import guess_kind
+            interpreted = guess_kind(device) == "cpu"
+        self.params: list[Param] = [p for p in find_params(self.source) if (not only or p.name in only)
+                                    and not (interpreted and p.name.rsplit(".", 1)[-1] in GPU_ONLY)]
         self.settings = settings or ProfileSettings(budget_s=10.0)
         self.say = on_progress or (lambda _: None)
         self.failed = 0
+        self.memo = memo
+        self.stop = stop or (lambda: False)  # True once the run's budget is spent: no more timing
 
     def file_of(self, config: Config) -> Path:
         """The configuration's source, written once under the work folder (named by its content)."""
@@ -55,24 +78,52 @@ class Tuner:
             path.write_text(text)
         return path
 
-    def compare(self, a: Config, b: Config) -> Ratio | None:
+    def _memo_key(self, what: str, files: list[Path], settings: ProfileSettings) -> str:
+        digest = hashlib.sha256(what.encode() + settings.model_dump_json().encode())
+        for file in files:
+            digest.update(b"\0" + file.read_bytes())
+        return f"tune-{what}-{digest.hexdigest()[:24]}"
+
+    def _remembered(self, key: str, measure: Callable[[], dict[str, Any]], none: dict[str, Any]) -> dict[str, Any]:
+        """A measurement from the memo, or made now (and kept); ``none`` (a failure, not kept) once stopped."""
+        found = self.memo.cached(key) if self.memo else None
+        if found is None:
+            if self.stop():
+                return none
+            found = measure()
+            if self.memo:
+                self.memo.cache(key, found)
+        return found
+
+    def compare(self, a: Config, b: Config, what: str = "compare") -> Ratio | None:
+        """b's speedup over a; ``what`` keeps a confirmation apart from the search's own comparison of the
+        same pair in the memo (a confirmation must be a fresh run)."""
         self.say(f"tune: {_changed(a, b)}")
-        ratio = compare_files(self.problem, self.file_of(a), self.file_of(b), self.device, self.settings, self.runner)
-        self.failed += ratio is None
-        return ratio
+        files = [self.file_of(a), self.file_of(b)]
+
+        def run() -> dict[str, Any]:
+            ratio = compare_files(self.problem, *files, self.device, self.settings, self.runner)
+            return {"ratio": [ratio.value, ratio.lo, ratio.hi] if ratio else None}
+        found = self._remembered(self._memo_key(what, files, self.settings), run, {"ratio": None})["ratio"]
+        self.failed += found is None
+        return Ratio(*found) if found else None
 
     def measure(self, configs: list[Config], effort: float) -> list[float | None]:
-        from kernel_mcp.tools.profile import profile
         settings = self.settings.model_copy(update={"budget_s": self.settings.budget_s * effort / 4})
         times = []
         for config in configs:
-            result = profile(self.problem, self.file_of(config), device=self.device, settings=settings,
-                             runner=self.runner)
-            medians = [s.candidate.median_ms for s in result.shapes if s.candidate and s.credited]
-            ok = result.passed and result.trusted and medians
-            self.failed += not ok
-            times.append(geometric_mean(medians) if ok else None)
+            file = self.file_of(config)
+            found = self._remembered(self._memo_key("measure", [file], settings),
+                                     lambda: {"ms": self._time_alone(file, settings)}, {"ms": None})["ms"]
+            self.failed += found is None
+            times.append(found)
         return times
+
+    def _time_alone(self, file: Path, settings: ProfileSettings) -> float | None:
+        from kernel_mcp.tools.profile import profile
+        result = profile(self.problem, file, device=self.device, settings=settings, runner=self.runner)
+        medians = [s.candidate.median_ms for s in result.shapes if s.candidate and s.credited]
+        return geometric_mean(medians) if result.passed and result.trusted and medians else None
 
     def run(self, delta: float = DELTA, samples: int = 16, seed: int = 0) -> TuneResult:
         """Search, then confirm: the winner timed once more against the start in a fresh profile run on new
@@ -81,7 +132,7 @@ class Tuner:
         trace = tune(self.params, self.compare, self.measure, delta=delta, samples=samples, seed=seed)
         best, speedup = trace.best, None
         if best != start:
-            confirmed = self.compare(start, best)
+            confirmed = self.compare(start, best, what="confirm")
             if confirmed is not None and significant(confirmed, delta):
                 speedup = [confirmed.value, confirmed.lo, confirmed.hi]
             else:

@@ -1,0 +1,133 @@
+"""``kernel-mcp optimize``: start (or resume) a run folder and drive the loop to its end.
+
+A new run fixes its configuration in RUN/run.json; ``--resume RUN`` takes that configuration and ignores
+new arguments except the device, so a run means the same thing however often it is resumed. Anything the
+user got wrong (an unknown agent, a missing API key, a bad budget, a folder that already holds a run) is a
+``UsageError`` before any work.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from kernel_mcp.agent.budget import parse as parse_budget
+from kernel_mcp.agent.run_folder import RunBusy, RunConfig, RunFolder
+from kernel_mcp.results import UsageError
+
+API_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+AGENTS = "tune, anthropic:MODEL, openai:MODEL, openai-compatible:URL#MODEL"
+
+
+class OptimizeRequest(BaseModel):
+    problem: str = ""
+    candidate: str | None = None  # the starting kernel (default: the problem's baseline.py)
+    agent: str = "tune"
+    islands: int = 1
+    budget: str = "30m"
+    until_sol: float | None = None  # stop once the best reaches this share of speed-of-light
+    run: str | None = None  # the run folder to create (default: runs/<problem>-<time>)
+    resume: str | None = None
+    device: str = "auto"
+    timing_s: float = 10.0  # timing budget of one evaluation
+    shapes: str | None = None  # benchmarks | tests (default: tests on a CPU, benchmarks on a GPU)
+
+
+def check_agent(agent: str) -> None:
+    kind, _, rest = agent.partition(":")
+    if agent == "tune":
+        return
+    if kind not in ("anthropic", "openai", "openai-compatible") or not rest or (kind == "openai-compatible"
+                                                                                 and "#" not in rest):
+        raise UsageError(f"unknown agent {agent!r}: use one of {AGENTS}")
+    if kind in API_KEYS and not os.environ.get(API_KEYS[kind]):
+        raise UsageError(f"agent {agent} needs {API_KEYS[kind]} in the environment")
+
+
+def problem_hash(problem: Path) -> str:
+    from kernel_mcp.problem import load_problem
+    files = load_problem(problem).guarded_files()
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def start_file(problem: Path, candidate: str | None, folder: Path) -> Path:
+    """The kernel the run starts from: the one given, the problem's baseline.py, or for a KernelBench file
+    its own Model as ModelNew (the reference, which the agent is to beat)."""
+    if candidate:
+        if not Path(candidate).is_file():
+            raise UsageError(f"candidate {candidate} is not a file")
+        return Path(candidate)
+    if problem.is_dir() and (problem / "baseline.py").is_file():
+        return problem / "baseline.py"
+    if problem.is_file():
+        start = folder / "start.py"
+        start.write_text(problem.read_text() + "\n\nModelNew = Model\n")
+        return start
+    raise UsageError(f"{problem} has no baseline.py: give the starting kernel with --candidate")
+
+
+def open_run(request: OptimizeRequest) -> tuple[RunFolder, Path]:
+    """The run folder (created, or resumed) and the file the run starts from."""
+    try:
+        if request.resume:
+            folder = RunFolder.resume(request.resume)
+            return folder, folder.path / "start.py"
+        problem = Path(request.problem)
+        if not problem.exists():
+            raise UsageError(f"problem {problem} does not exist")
+        check_agent(request.agent)
+        budget = parse_budget(request.budget)
+        if request.islands < 1 or request.islands > 16:
+            raise UsageError("--islands must be between 1 and 16")
+        path = Path(request.run or f"runs/{problem.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
+        config = RunConfig(problem=str(problem.resolve()), problem_hash=problem_hash(problem), agent=request.agent,
+                           islands=request.islands, budget=budget.model_dump(exclude_none=True),
+                           until_sol=request.until_sol, timing_s=request.timing_s, shapes=request.shapes)
+        path.mkdir(parents=True, exist_ok=True)
+        if (path / "run.json").exists():
+            raise UsageError(f"{path} already holds a run: resume it with --resume {path}, or choose another --run")
+        start = start_file(problem, request.candidate, path)
+        if start != path / "start.py":
+            (path / "start.py").write_text(start.read_text())
+        return RunFolder.create(path, config), path / "start.py"
+    except (ValueError, FileNotFoundError, FileExistsError, RunBusy) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def resolved_shapes(config: RunConfig, device: str) -> str:
+    if getattr(config, "shapes", None):
+        return config.shapes
+    from kernel_mcp.worker.resolve import guess_kind
+    return "tests" if guess_kind(device) == "cpu" else "benchmarks"
+
+
+def optimize(request: OptimizeRequest, say: Callable[[str], None] | None = None,
+             listeners: list | None = None):
+    """Run (or resume) an optimisation to its end; its summary (agent/summary.py)."""
+    from kernel_mcp.agent.budget import Budget
+    from kernel_mcp.agent.loop import Optimizer
+    from kernel_mcp.agent.summary import summarize
+    from kernel_mcp.worker.runner import LocalRunner
+    folder, start = open_run(request)
+    config = folder.config
+    if problem_hash(Path(config.problem)) != config.problem_hash:
+        folder.close()
+        raise UsageError(f"the problem's files changed since the run started ({config.problem}): start a new run")
+    folder.listeners.extend(listeners or [])
+    runner = LocalRunner(warm=True)
+    try:
+        Optimizer(folder, config.problem, start, config.agent, Budget.model_validate(config.budget),
+                  device=request.device, budget_s=getattr(config, "timing_s", request.timing_s),
+                  shapes=resolved_shapes(config, request.device), runner=runner, say=say,
+                  until_sol=config.until_sol).run()
+        return summarize(folder.path)
+    finally:
+        runner.close()
+        folder.close()

@@ -1,0 +1,49 @@
+"""The tune agent inside the loop: an island's incumbent searched over its parameters (agent/tune), the
+winner evaluated like any candidate and promoted on the tuner's own confirmation (its search found the
+gain, a fresh interleaved run confirmed it). Each incumbent is tuned at most once per run; every
+comparison is kept in the run folder's cache, so a tune cut short by ``kill -9`` replays what it measured
+and times only the rest.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kernel_mcp.agent.lessons import Lesson
+from kernel_mcp.agent.tune.driver import Tuner
+from kernel_mcp.results import ProfileSettings
+
+if TYPE_CHECKING:
+    from kernel_mcp.agent.loop import Optimizer
+
+
+def tune_incumbent(opt: Optimizer, island: str) -> str:
+    """Tune the island's incumbent once; what changed ('BLOCK 1024 -> 8192, 3.1x') or '' if nothing did."""
+    start = opt.incumbent(island)
+    if start in opt.state.tuned or opt.out_of_budget():
+        return ""
+    tuner = Tuner(opt.problem, opt.path_of(start), opt.folder.path / "workspace" / "tune", device=opt.device,
+                  settings=ProfileSettings(budget_s=opt.budget_s, shapes=opt.shapes), runner=opt.runner,
+                  on_progress=lambda text: opt.say(f"island {island}: {text}"), memo=opt.folder,
+                  stop=lambda: bool(opt.out_of_budget()))
+    if not tuner.params:
+        opt.folder.record("tuned", island=island, start_hash=start, best_hash=start, params={}, speedup=None,
+                          note="no tunable parameters found in the source")
+        return ""
+    opt.say(f"island {island}: tuning {', '.join(p.name for p in tuner.params)}")
+    result = tuner.run()
+    best_hash, change = start, ""
+    if result.speedup:
+        change = ", ".join(f"{k} {result.start[k]} -> {v}" for k, v in result.best.items() if result.start[k] != v)
+        key, summary = opt.evaluate(open(result.best_file).read(), "tuned", island, idea=f"tune: {change}")
+        if summary["passed"] and summary["trusted"]:
+            if opt.incumbent(island) != key:
+                opt.promote(key, island, result.speedup, how="tune")
+            best_hash = key
+            opt.folder.record("lesson", island=island, **Lesson(
+                hypothesis="the kernel's parameters were not at their best", change=change, verdict="worked",
+                speedup=result.speedup[0], speedup_ci=result.speedup[1:],
+                evaluation=len(opt.state.evaluated)).model_dump())
+    opt.folder.record("tuned", island=island, start_hash=start, best_hash=best_hash, params=result.params,
+                      start=result.start, best=result.best, speedup=result.speedup, comparisons=result.comparisons,
+                      measured=result.measured, failed=result.failed)
+    return f"{change}, {result.speedup[0]:.3g}x" if best_hash != start else ""

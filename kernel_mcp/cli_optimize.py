@@ -1,0 +1,88 @@
+"""The orchestrator's commands on the ``kernel-mcp`` app: ``optimize`` (an unattended search, live progress
+on stderr, a summary at the end) and ``report`` (a run rendered as Markdown and HTML with plots)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from kernel_mcp.cli import JSON_OPT, _usage_error, app, err
+
+
+@app.command()
+def optimize(problem: Optional[Path] = typer.Argument(None, help="problem folder or KernelBench .py (not with --resume)"),
+             candidate: Optional[Path] = typer.Option(None, help="starting kernel (default: the problem's baseline.py)"),
+             agent: str = typer.Option("tune", help="tune | anthropic:MODEL | openai:MODEL | openai-compatible:URL#MODEL"),
+             islands: int = typer.Option(1, help="lineages searched at once (model agents)"),
+             budget: str = typer.Option("30m", help="30m | 90s | 2h | 200evals | 5usd, several joined by commas"),
+             until_sol: Optional[float] = typer.Option(None, help="stop once the best reaches this share of "
+                                                       "speed-of-light (e.g. 0.9)"),
+             run: Optional[Path] = typer.Option(None, help="run folder to create (default: runs/PROBLEM-TIME)"),
+             resume: Optional[Path] = typer.Option(None, help="carry on a run folder after a stop or a crash"),
+             device: str = typer.Option("auto", help="auto | cpu | cuda"),
+             timing: float = typer.Option(10.0, help="timing budget of one evaluation, seconds"),
+             shapes: Optional[str] = typer.Option(None, help="benchmarks | tests (default: tests on a CPU)"),
+             as_json: bool = JSON_OPT) -> None:
+    """Search for a faster kernel unattended: baseline, tune, model proposals; each checked, timed, kept.
+    Exit 0 when the run ends with a checked best kernel, 1 otherwise, 2 on usage errors."""
+    from kernel_mcp.agent.command import OptimizeRequest
+    from kernel_mcp.agent.command import optimize as run_optimize
+    from kernel_mcp.agent.progress import LiveView
+    from kernel_mcp.agent.report import report as write_report
+    from kernel_mcp.results import UsageError
+    if (problem is None) == (resume is None):
+        _usage_error(UsageError("give a PROBLEM, or --resume RUN (not both)"))
+    request = OptimizeRequest(problem=str(problem or ""), candidate=str(candidate) if candidate else None, agent=agent,
+                              islands=islands, budget=budget, until_sol=until_sol, run=str(run) if run else None,
+                              resume=str(resume) if resume else None, device=device, timing_s=timing, shapes=shapes)
+    try:
+        if as_json:
+            summary = run_optimize(request)
+        else:
+            with LiveView(err) as view:
+                summary = run_optimize(request, say=view.say, listeners=[view.on_record])
+    except UsageError as exc:
+        _usage_error(exc)
+    written = write_report(summary.run)
+    if as_json:
+        sys.stdout.write(summary.model_dump_json(indent=1) + "\n")
+    else:
+        print_summary(summary, written, Console())
+    raise typer.Exit(0 if summary.best and summary.best.speedup else 1)
+
+
+def print_summary(summary, written: Path, out: Console) -> None:
+    from kernel_mcp.agent.progress import speedup_text
+    out.print(f"[bold]{Path(summary.problem).name}[/bold]: {summary.finished or 'stopped'}")
+    for name, kernel in (("baseline", summary.baseline), ("best", summary.best)):
+        if kernel:
+            sol = f", {kernel.roofline_percent:.0f}% of speed-of-light" if kernel.roofline_percent else ""
+            out.print(f"  {name:<9}{speedup_text(kernel.model_dump())} over the reference{sol}")
+            out.print(f"           {kernel.file}", soft_wrap=True, style="dim")
+    if summary.gain_over_baseline:
+        out.print(f"  best / baseline: {summary.gain_over_baseline:.3g}x, {summary.promotions} confirmed improvement(s)")
+    out.print(f"  {summary.evaluations} evaluations ({summary.failed} failed), ${summary.spend_usd:.4f}, "
+              f"{summary.elapsed_s:.0f} s")
+    out.print(f"  report: {written}  (and report.html beside it)")
+
+
+@app.command()
+def report(run: Path = typer.Argument(..., help="a run folder (from optimize)"), as_json: bool = JSON_OPT) -> None:
+    """Render a run (finished, running or killed): RUN/report/report.md, report.html and plots."""
+    from kernel_mcp.agent.report import report as write_report
+    from kernel_mcp.agent.summary import summarize
+    try:
+        written = write_report(run)
+    except (FileNotFoundError, ValueError) as exc:
+        _usage_error(exc)
+    summary = summarize(run)
+    if as_json:
+        sys.stdout.write(summary.model_dump_json(indent=1) + "\n")
+    else:
+        print_summary(summary, written, Console())
+
+
+

@@ -1,0 +1,108 @@
+"""Islands, restarts and the report on journals written by hand (no evaluation runs), and two islands run
+for real against a loopback Anthropic API on the CPU."""
+import shutil
+
+import pytest
+import yaml
+
+from kernel_mcp.agent.budget import Budget
+from kernel_mcp.agent.conversation import Conversation
+from kernel_mcp.agent.islands import adopt_best, best_parent
+from kernel_mcp.agent.loop import Optimizer
+from kernel_mcp.agent.report import report
+from kernel_mcp.agent.run_folder import RunConfig, RunFolder, candidate_hash
+from kernel_mcp.agent.runlog import read
+
+from conftest import PROBLEMS
+from fakes.scripted_apis import Move, Scripted
+
+BASE, NARROW, WIDE = "BLOCK = 1024\n", "BLOCK = 4096\n", "BLOCK = 8192\n"
+
+
+def _run_with(tmp_path, islands=2):
+    """A run whose baseline and two candidates were evaluated: NARROW 1.5x [1.4, 1.6] on island 0, WIDE 1.8x
+    but with a wide interval [1.1, 2.5] on island 1."""
+    config = RunConfig(problem=str(tmp_path), problem_hash="-", agent="anthropic:claude-opus-4-5", islands=islands)
+    folder = RunFolder.create(tmp_path / "run", config)
+    opt = Optimizer(folder, tmp_path, _start(tmp_path), config.agent, Budget(), device="cpu")
+    for source, island, speedup, ci, role in ((BASE, "0", 1.0, [0.9, 1.1], "baseline"),
+                                              (NARROW, "0", 1.5, [1.4, 1.6], "candidate"),
+                                              (WIDE, "1", 1.8, [1.1, 2.5], "candidate")):
+        key, _ = opt.file_of(source)
+        folder.record("intent", candidate_hash=key, role=role, island=island, idea=f"try {source.strip()}")
+        folder.record("done", candidate_hash=key, role=role, island=island, verdict="pass", passed=True,
+                      trusted=True, speedup=speedup, speedup_ci=ci, idea=f"try {source.strip()}",
+                      parent=None if role == "baseline" else candidate_hash(BASE.encode()))
+    base = candidate_hash(BASE.encode())
+    for island in ("0", "1"):
+        opt.promote(base, island, None, how="baseline")
+    opt.promote(candidate_hash(NARROW.encode()), "0", [1.5, 1.4, 1.6], how="proposal")
+    opt.promote(candidate_hash(WIDE.encode()), "1", [1.8, 1.1, 2.5], how="proposal")
+    return folder, opt
+
+
+def _start(tmp_path):
+    start = tmp_path / "start.py"
+    start.write_text(BASE)
+    return start
+
+
+def test_a_parent_is_chosen_by_its_lower_confidence_bound_and_migrates_only_when_better(tmp_path):
+    folder, opt = _run_with(tmp_path)
+    with folder:
+        assert best_parent(opt) == ("0", candidate_hash(NARROW.encode()))  # 1.4 beats 1.1, though 1.8 > 1.5
+        assert adopt_best(opt, "1") == "0"
+        assert opt.state.incumbents["1"] == candidate_hash(NARROW.encode())
+        assert adopt_best(opt, "0") == ""  # it already holds the best: nothing recorded
+        migrations = [r.model_extra["how"] for r in folder.log.records if r.kind == "promotion"]
+        assert migrations.count("migrated from island 0") == 1
+
+
+def test_a_hard_restart_puts_the_baseline_back_and_starts_an_epoch(tmp_path):
+    folder, opt = _run_with(tmp_path)
+    with folder:
+        conversation = Conversation(opt, "1")
+        conversation._restart(3, "no gain in three sessions")
+        assert opt.state.incumbents["1"] == opt.state.baseline_hash and opt.state.epoch == 1
+        assert opt.incumbent_source("1") == BASE  # the next session sees no code of the run
+        conversation._restart(2, "a fresh session")  # a soft restart then takes the best incumbent again
+        assert opt.state.incumbents["1"] == candidate_hash(NARROW.encode())
+
+
+def test_the_report_shows_lineage_restarts_cost_and_the_best_diff(tmp_path):
+    folder, opt = _run_with(tmp_path)
+    with folder:
+        folder.record("turn", island="0", usage={"input": 1000, "output": 200}, cost_usd=0.02)
+        folder.record("turn", island="1", usage={"input": 10}, cost_usd=None)
+        Conversation(opt, "1")._restart(2, "the ladder said so")
+        folder.record("finished", reason="stop: budget")
+    text = report(tmp_path / "run").read_text()
+    assert "restart L2 (the ladder said so)" in text
+    assert "-BLOCK = 1024" in text and "+BLOCK = 4096" in text  # best by lower bound, against the baseline
+    assert "$0.0200 + 1 unpriced turns" in text and "$0.0100" in text  # two confirmed improvements
+    assert "* " in text and "| pass | 3 |" in text
+    assert (tmp_path / "run" / "report" / "progress.png").exists()
+    html = (tmp_path / "run" / "report" / "report.html").read_text()
+    assert "<h2>Lineage</h2>" in html and "<img src='progress.png'" in html
+
+
+@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+def test_two_islands_each_hold_their_own_sessions_and_share_one_baseline(tmp_path, monkeypatch):
+    problem = tmp_path / "vector_add"
+    shutil.copytree(PROBLEMS / "vector_add", problem)
+    spec = yaml.safe_load((problem / "task.yml").read_text())
+    spec["tests"] = [{"n": 4096, "itemsize": 4, "seed": 7}]
+    (problem / "task.yml").write_text(yaml.safe_dump(spec))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with Scripted([Move(text="Nothing to add.")]) as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        config = RunConfig(problem=str(problem), problem_hash="-", agent="anthropic:claude-opus-4-5", islands=2)
+        with RunFolder.create(tmp_path / "run", config) as folder:
+            reason = Optimizer(folder, problem, problem / "baseline.py", config.agent, Budget(evaluations=5),
+                               device="cpu", budget_s=2.0, shapes="tests", tune=False).run()
+    records = read(tmp_path / "run" / "journal.jsonl")
+    assert reason.count("proposed nothing") == 2, reason  # each island ran dry on its own
+    assert [r.model_extra["role"] for r in records if r.kind == "done"] == ["baseline"]
+    assert {r.model_extra["island"] for r in records if r.kind == "episode_started"} == {"0", "1"}
+    assert sorted(r.model_extra["island"] for r in records if r.kind == "restart") == ["0", "1"]
+    assert len(fake.requests) == 4 and len(list((tmp_path / "run" / "episodes").glob("island-*.jsonl"))) == 4

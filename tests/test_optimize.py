@@ -1,0 +1,115 @@
+"""``kernel-mcp optimize`` and ``report`` end to end on the CPU (Triton's interpreter), through the real
+command line: the tune agent on a copy of vector_add whose test shape makes the best BLOCK known (under the
+interpreter time ~ number of programs, n / BLOCK), killed with SIGKILL in the middle of its search and
+resumed; plus the budget's parsing and usage errors."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from kernel_mcp.agent.budget import Budget, parse
+
+from conftest import PROBLEMS, repo_pythonpath
+
+
+def _command(*args):
+    return [sys.executable, "-m", "kernel_mcp", "optimize", *map(str, args)]
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": repo_pythonpath()}
+
+
+@pytest.fixture
+def vector_add(tmp_path):
+    problem = tmp_path / "vector_add"
+    shutil.copytree(PROBLEMS / "vector_add", problem)
+    spec = yaml.safe_load((problem / "task.yml").read_text())
+    spec["tests"] = [{"n": 65536, "itemsize": 4, "seed": 7}]  # 64 programs at BLOCK 1024, 8 at 8192
+    (problem / "task.yml").write_text(yaml.safe_dump(spec))
+    return problem
+
+
+def test_budgets_parse_and_bad_ones_say_what_is_accepted():
+    assert parse("30m") == Budget(seconds=1800)
+    assert parse("200evals, 5usd,90s") == Budget(evaluations=200, usd=5, seconds=90)
+    assert parse("2h").seconds == 7200
+    for bad in ("30", "5 apples", "-3m", "0evals", ""):
+        with pytest.raises(ValueError, match="budget"):
+            parse(bad)
+
+
+def test_usage_errors_exit_2_before_any_work(tmp_path, vector_add):
+    cases = [(["nowhere"], "does not exist"), ([vector_add, "--agent", "gpt"], "unknown agent"),
+             ([vector_add, "--budget", "lots"], "budget"), ([vector_add, "--islands", "0"], "islands"),
+             ([vector_add, "--agent", "anthropic:claude-opus-4-5"], "ANTHROPIC_API_KEY"),
+             (["--resume", tmp_path / "nothing"], "no run"), ([], "PROBLEM")]
+    env = {k: v for k, v in _env().items() if k != "ANTHROPIC_API_KEY"}
+    for args, said in cases:
+        done = subprocess.run(_command(*args, "--run", tmp_path / "r"), capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=120)
+        assert done.returncode == 2 and said in done.stderr, (args, done.stderr[-2000:])
+        assert "Traceback" not in done.stderr
+    assert not (tmp_path / "r" / "journal.jsonl").exists()
+
+
+def _wait_for(predicate, process, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        if process.poll() is not None:
+            return False
+        time.sleep(0.2)
+    return False
+
+
+def test_tune_killed_mid_search_resumes_without_rerunning_anything_and_reports(tmp_path, vector_add):
+    run = tmp_path / "run"
+    args = [vector_add, "--device", "cpu", "--timing", "3", "--budget", "10m", "--run", run, "--json"]
+    first = subprocess.Popen(_command(*args), cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    measured = lambda: sorted(p.name for p in (run / "cache").glob("tune-*.json"))  # noqa: E731
+    try:
+        assert _wait_for(lambda: len(measured()) >= 2, first, 300), first.communicate(timeout=30)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # the CLI and every process it started
+        first.wait()
+    before = {name: (run / "cache" / name).stat().st_mtime_ns for name in measured()}
+    resumed = subprocess.run(_command("--resume", run, "--device", "cpu", "--json"), capture_output=True, text=True,
+                             cwd=tmp_path, env=_env(), timeout=900)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    summary = json.loads(resumed.stdout)
+    records = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
+    kinds = [r["kind"] for r in records]
+    done = [r for r in records if r["kind"] == "done"]
+    # the baseline once, then the tuned winner; nothing measured before the kill was measured again
+    assert [d["role"] for d in done] == ["baseline", "tuned"] and kinds.count("resumed") == 1
+    assert all((run / "cache" / name).stat().st_mtime_ns == mtime for name, mtime in before.items())
+    tuned = next(r for r in records if r["kind"] == "tuned")
+    assert tuned["start"]["BLOCK"] == 1024 and tuned["best"]["BLOCK"] >= 4096 and tuned["speedup"][1] > 1.5
+    assert summary["finished"].startswith("tuned") and summary["gain_over_baseline"] > 1.5
+    assert summary["best"]["how"] == "tune" and f"BLOCK = {tuned['best']['BLOCK']}" in open(summary["best"]["file"]).read()
+    report = (run / "report" / "report.md").read_text()
+    assert "## Lineage" in report and "* " in report and "+BLOCK = " in report and "-BLOCK = 1024" in report
+    assert (run / "report" / "report.html").exists() and (run / "report" / "progress.png").stat().st_size > 1000
+    shown = subprocess.run([sys.executable, "-m", "kernel_mcp", "report", str(run)], capture_output=True, text=True,
+                           cwd=tmp_path, env=_env(), timeout=120)
+    assert shown.returncode == 0 and "best / baseline" in shown.stdout, shown.stderr
+
+
+def test_a_starting_kernel_that_fails_ends_the_run_at_once_with_the_reason(tmp_path, vector_add):
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text((vector_add / "baseline.py").read_text().replace("a + b", "a - b"))
+    done = subprocess.run(_command(vector_add, "--candidate", wrong, "--device", "cpu", "--run", tmp_path / "run",
+                                   "--json"), capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=600)
+    summary = json.loads(done.stdout)
+    assert done.returncode == 1 and summary["finished"].startswith("stop: the starting kernel did not pass: fail")
+    assert summary["best"] is None and summary["evaluations"] == 1
+    assert "## Outcome" in (tmp_path / "run" / "report" / "report.md").read_text()
