@@ -63,7 +63,8 @@ def print_summary(summary, written: Path, out: Console) -> None:
             out.print(f"  {name:<9}{speedup_text(kernel.model_dump())} over the reference{sol}")
             out.print(f"           {kernel.file}", soft_wrap=True, style="dim")
     if summary.gain_over_baseline:
-        out.print(f"  best / baseline: {summary.gain_over_baseline:.3g}x, {summary.promotions} confirmed improvement(s)")
+        out.print(f"  best / baseline: {summary.gain_over_baseline:.3g}x (95% lower end {summary.gain_low:.3g}x), "
+                  f"{summary.promotions} confirmed improvement(s)")
     out.print(f"  {summary.evaluations} evaluations ({summary.failed} failed), ${summary.spend_usd:.4f}, "
               f"{summary.elapsed_s:.0f} s")
     out.print(f"  report: {written}  (and report.html beside it)")

@@ -24,7 +24,7 @@ def _run_with(tmp_path, islands=2):
     but with a wide interval [1.1, 2.5] on island 1."""
     config = RunConfig(problem=str(tmp_path), problem_hash="-", agent="anthropic:claude-opus-4-5", islands=islands)
     folder = RunFolder.create(tmp_path / "run", config)
-    opt = Optimizer(folder, tmp_path, _start(tmp_path), config.agent, Budget(), device="cpu")
+    opt = Optimizer(folder, tmp_path, _start(tmp_path), config.agent, Budget(), device="cpu", tune=False)
     for source, island, speedup, ci, role in ((BASE, "0", 1.0, [0.9, 1.1], "baseline"),
                                               (NARROW, "0", 1.5, [1.4, 1.6], "candidate"),
                                               (WIDE, "1", 1.8, [1.1, 2.5], "candidate")):
@@ -106,3 +106,22 @@ def test_two_islands_each_hold_their_own_sessions_and_share_one_baseline(tmp_pat
     assert {r.model_extra["island"] for r in records if r.kind == "episode_started"} == {"0", "1"}
     assert sorted(r.model_extra["island"] for r in records if r.kind == "restart") == ["0", "1"]
     assert len(fake.requests) == 4 and len(list((tmp_path / "run" / "episodes").glob("island-*.jsonl"))) == 4
+
+
+def test_candidates_evaluated_but_not_judged_before_a_kill_are_judged_on_resume(tmp_path):
+    """NARROW and WIDE were promoted but their lessons never written (a kill in between): they are judged
+    as worked without timing them again. A third, evaluated and never judged, is judged now: timed against
+    its island's best (here a stand-in for the interleaved comparison) and promoted once."""
+    from kernel_mcp.stats import Ratio
+    folder, opt = _run_with(tmp_path)
+    with folder:
+        key, _ = opt.file_of("BLOCK = 2048\n")
+        folder.record("done", candidate_hash=key, role="candidate", island="1", verdict="pass", passed=True,
+                      trusted=True, speedup=2.0, speedup_ci=[1.9, 2.1], idea="2048")
+        timed = []
+        opt.better = lambda k, island: timed.append(k) or Ratio(1.2, 1.1, 1.3)
+        opt.finish_what_was_in_flight()
+        assert timed == [key] and opt.state.incumbents["1"] == key
+        assert sorted(opt.state.judged) == sorted([candidate_hash(NARROW.encode()), candidate_hash(WIDE.encode()), key])
+        opt.finish_what_was_in_flight()  # nothing left to do: nothing recorded twice
+        assert timed == [key] and len(opt.state.judged) == 3

@@ -77,6 +77,10 @@ def open_run(request: OptimizeRequest) -> tuple[RunFolder, Path]:
     """The run folder (created, or resumed) and the file the run starts from."""
     try:
         if request.resume:
+            if not (Path(request.resume) / "run.json").is_file():
+                raise UsageError(f"{request.resume} holds no run (no run.json)")
+            config = RunConfig.model_validate_json((Path(request.resume) / "run.json").read_text())
+            check_agent(config.agent)  # a key missing now is a usage error, not a traceback mid-run
             folder = RunFolder.resume(request.resume)
             return folder, folder.path / "start.py"
         problem = Path(request.problem)

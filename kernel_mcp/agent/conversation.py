@@ -55,9 +55,9 @@ class Conversation:
 
     def _restart(self, level: int, why: str) -> None:
         self.opt.folder.record("restart", island=self.island, level=level, why=why)
-        if level == 3:  # from scratch: the baseline is the island's incumbent again
+        if level == 3:  # from scratch: the (tuned) baseline is the island's incumbent again
             self.opt.folder.record("epoch_started", island=self.island)
-            self.opt.promote(self.opt.state.baseline_hash, self.island, None, how="hard restart")
+            self.opt.promote(self.opt.start_of_epoch(), self.island, None, how="hard restart")
         else:
             adopt_best(self.opt, self.island)
         self.incumbent, self.rung, self.since_rung = self.opt.state.incumbents.get(self.island), 0, 0

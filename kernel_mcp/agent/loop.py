@@ -25,7 +25,7 @@ from kernel_mcp.agent.compare import compare_files
 from kernel_mcp.agent.edits import apply_edit
 from kernel_mcp.agent.lessons import Lesson, render_brief
 from kernel_mcp.agent.providers.base import ToolSpec, Turn
-from kernel_mcp.agent.run_folder import RunFolder, candidate_hash
+from kernel_mcp.agent.run_folder import RunFolder, candidate_hash, write_atomic
 from kernel_mcp.assets import load_prompt
 from kernel_mcp.novelty import structure_hash
 from kernel_mcp.results import ProfileSettings
@@ -60,6 +60,7 @@ class Optimizer:
         self.open_session = open_session
         self._evaluating: dict[str, threading.Lock] = {}  # one evaluation per candidate, whichever island asks
         self._guard = threading.Lock()
+        self.tuning: set[str] = set()  # incumbents being tuned now (by any island)
 
     # --- state, from the journal ---------------------------------------------------------------------
     @property
@@ -88,8 +89,8 @@ class Optimizer:
     def file_of(self, source: str) -> tuple[str, Path]:
         key = candidate_hash(source.encode())
         path = self.path_of(key)
-        if not path.exists():
-            path.write_text(source)
+        if not path.exists() or candidate_hash(path.read_bytes()) != key:  # absent, or cut short by a kill
+            write_atomic(path, source.encode())
         return key, path
 
     # --- one evaluation, durable ---------------------------------------------------------------------
@@ -156,26 +157,45 @@ class Optimizer:
             for island in self.islands:
                 if island not in self.state.incumbents:
                     self.promote(key, island, None, how="baseline")
-        for key, intent in list(self.state.pending.items()):  # in flight when the last process died
-            island = intent.get("island", "0")
-            _, summary = self.evaluate(self.source_of(key), intent.get("role", "candidate"), island, intent.get("idea", ""))
-            if intent.get("role") == "candidate":
-                self.judge(island, key, summary, intent.get("idea", ""))
+        self.finish_what_was_in_flight()
         reason = self.out_of_budget() or self.search()
         self.folder.record("finished", reason=reason)
         return reason
+
+    def finish_what_was_in_flight(self) -> None:
+        """After a kill: evaluations without a result, candidates evaluated but never judged, a tune's winner
+        recorded but not promoted. (A new run has none of these.)"""
+        for key, intent in list(self.state.pending.items()):
+            self.evaluate(self.source_of(key), intent.get("role", "candidate"), intent.get("island", "0"),
+                          intent.get("idea", ""))
+        for key, done in list(self.state.evaluated.items()):
+            if done.get("role") == "candidate" and done.get("passed") is not None and key not in self.state.judged:
+                self.judge(str(done.get("island", "0")), key, done, done.get("idea", ""))
+        for island in self.islands:
+            winner = self.state.tuned.get(self.incumbent(island))
+            if winner and winner != self.incumbent(island) and winner in self.state.evaluated:
+                record = next(r for r in reversed(self.folder.log.of_kind("tuned"))
+                              if r.model_extra["start_hash"] == self.incumbent(island))
+                self.promote(winner, island, record.model_extra.get("speedup"), how="tune")
 
     def search(self) -> str:
         from kernel_mcp.agent.tuning import tune_incumbent
         if self.tune or self.agent == "tune":
             tune_incumbent(self, "0")
-            for island in self.islands[1:]:  # the tuned baseline is every island's start
-                if self.state.incumbents[island] != self.incumbent("0"):
-                    self.promote(self.incumbent("0"), island, None, how="tuned start")
+            tuned = self.incumbent("0")
+            for island in self.islands[1:]:  # the tuned baseline is every island's start (not a later win's)
+                if self.incumbent(island) == self.state.baseline_hash and tuned != self.state.baseline_hash:
+                    self.promote(tuned, island, None, how="tuned start")
+            for island in self.islands[1:]:  # a tune after a win, cut short by a kill
+                tune_incumbent(self, island)
         if self.agent == "tune":
             return self.out_of_budget() or "tuned: the search over the kernel's parameters is done"
         from kernel_mcp.agent.islands import run_islands
         return run_islands(self)
+
+    def start_of_epoch(self) -> str:
+        """What a hard restart goes back to: the baseline, as tuned if it was."""
+        return self.state.tuned.get(self.state.baseline_hash) or self.state.baseline_hash
 
     def out_of_budget(self) -> str:
         b, s = self.budget, self.state
@@ -185,6 +205,11 @@ class Optimizer:
             return f"budget: {b.seconds:.0f} s"
         if b.usd is not None and s.spend_usd >= b.usd:
             return f"budget: ${s.spend_usd:.2f}"
+        if self.until_sol is not None:  # --until-sol: any island's best at that share of speed-of-light
+            reached = max((s.evaluated.get(k, {}).get("roofline_percent") or 0.0 for k in s.incumbents.values()),
+                          default=0.0)
+            if reached >= 100 * self.until_sol:
+                return f"speed-of-light: the best is at {reached:.0f}% (asked for {100 * self.until_sol:.0f}%)"
         return ""
 
     def elapsed_s(self) -> float:
@@ -211,7 +236,8 @@ class Optimizer:
         if not applied.ok:
             return "the edit was not applied: " + "; ".join(applied.errors), True
         structure = structure_hash(applied.source)
-        earlier = next((d for d in self.state.evaluated.values() if d.get("structure") == structure), None)
+        with self.folder.lock:  # other islands add results meanwhile
+            earlier = next((d for d in self.state.evaluated.values() if d.get("structure") == structure), None)
         if earlier is not None:  # the same syntax tree (comments, names aside): its result is known
             return (f"this kernel was evaluated before (the same code up to comments and names): "
                     f"{earlier['verdict']}; propose something different"), True
@@ -226,19 +252,20 @@ class Optimizer:
             text += f", speedup over the reference {summary['speedup']:.3g}x"
         verdict, ratio = "failed", None
         if summary["passed"] and summary["trusted"]:
-            ratio = self.better(key, island)
-            verdict = "worked" if ratio else "no gain"
+            already = self.state.incumbents.get(island) == key  # promoted before a kill cut the lesson off
+            ratio = None if already else self.better(key, island)
+            verdict = "worked" if ratio or already else "no gain"
             text += (f"; {ratio.value:.3g}x over the best so far [{ratio.lo:.3g}, {ratio.hi:.3g}]: now the best"
                      if ratio else "; not significantly faster than the best so far: the best is unchanged")
-        self.folder.record("lesson", island=island, **Lesson(
+        if ratio:  # the promotion first: a kill before the lesson leaves it promoted, and judged again as such
+            self.promote(key, island, ratio, how="proposal")
+        self.folder.record("lesson", island=island, candidate_hash=key, **Lesson(
             hypothesis=idea, change=idea[:80], verdict=verdict, speedup=ratio.value if ratio else None,
             speedup_ci=[ratio.lo, ratio.hi] if ratio else None, failure="" if summary["passed"] else summary["verdict"],
             evaluation=len(self.state.evaluated)).model_dump())
-        if ratio:
-            self.promote(key, island, ratio, how="proposal")
-            if self.tune:
-                from kernel_mcp.agent.tuning import tune_incumbent
-                tuned = tune_incumbent(self, island)
-                if tuned:
-                    text += f"; then its parameters were tuned: {tuned}"
+        if ratio and self.tune:
+            from kernel_mcp.agent.tuning import tune_incumbent
+            tuned = tune_incumbent(self, island)
+            if tuned:
+                text += f"; then its parameters were tuned: {tuned}"
         return text

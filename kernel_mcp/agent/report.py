@@ -31,8 +31,9 @@ def sections(run: Path, summary: RunSummary, records: list[Record], plots: list[
              k.hash[:12]] for name, k in (("baseline", base), ("best", best)) if k]
     outcome.append(("table", ["kernel", "speedup over the reference (95% CI)", "% of speed-of-light", "hash"], rows))
     if summary.gain_over_baseline:
-        outcome.append(("p", f"Best over baseline: **{summary.gain_over_baseline:.3g}x** "
-                             f"({summary.promotions} confirmed improvement(s))."))
+        outcome.append(("p", f"Best over baseline: **{summary.gain_over_baseline:.3g}x** (95% lower end "
+                             f"{summary.gain_low:.3g}x; the product of the paired ratios that promoted it), "
+                             f"{summary.promotions} confirmed improvement(s)."))
     cost = [("table", ["model turns", "tokens (input / output / cache read / cache write / reasoning)", "spend",
                        "per confirmed improvement"],
              [[str(summary.turns), " / ".join(str(summary.tokens.get(k, 0)) for k in

@@ -28,16 +28,15 @@ def progress_series(records: list[Record]) -> dict[str, list]:
             series["n"].append(len(evaluated))
             series["t"].append(r.at - start)
             series["own"].append(fields.get("speedup") if fields.get("passed") else None)
-        elif r.kind == "promotion":
+            series["usd"].append(spend)
+            for name in ("best", "lo", "hi"):
+                series[name].append(series[name][-1] if series[name] else None)
+        elif r.kind == "promotion" and series["n"]:  # it follows its evaluation: that point shows it
             done = evaluated.get(fields["candidate_hash"])
             if best is None or lower_bound(done) > lower_bound(best):
                 best = done
-        if r.kind == "done":
-            ci = (best or {}).get("speedup_ci") or [None, None]
-            series["best"].append((best or {}).get("speedup"))
-            series["lo"].append(ci[0])
-            series["hi"].append(ci[1])
-            series["usd"].append(spend)
+                ci = best.get("speedup_ci") or [None, None]
+                series["best"][-1], series["lo"][-1], series["hi"][-1] = best.get("speedup"), ci[0], ci[1]
     return series
 
 
@@ -46,6 +45,7 @@ def plot_progress(records: list[Record], out: Path) -> list[str]:
     import matplotlib
     matplotlib.use("Agg")  # no display on servers and CI
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     s = progress_series(records)
     if not s["n"]:
         return []
@@ -69,6 +69,8 @@ def plot_progress(records: list[Record], out: Path) -> list[str]:
             twin.plot(x, s["usd"], color="tab:green", linewidth=1)
             twin.set_ylabel("spend (USD)", color="tab:green")
         ax.set_xlabel(label)
+        if axis_key == "n":
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("speedup over the reference")
         ax.legend(loc="upper left", fontsize=8)
         fig.tight_layout()

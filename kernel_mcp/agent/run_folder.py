@@ -60,7 +60,7 @@ class RunFolder:
             self._lock.close()
             raise RunBusy(f"{path} is driven by another process ({_heartbeat_text(path)})") from None
         self.log = RunLog(path / "journal.jsonl")
-        self._writing = threading.Lock()  # islands record from their own threads: one record at a time
+        self.lock = threading.Lock()  # islands record from their own threads: one record at a time
         self.state: RunState = derive(self.log.records)
         self.listeners: list = []  # called with (record, state) after each record (the live progress view)
         self._stop = threading.Event()
@@ -92,15 +92,16 @@ class RunFolder:
             config = RunConfig.model_validate_json((path / "run.json").read_text())
         except FileNotFoundError:
             raise FileNotFoundError(f"{path} holds no run (no run.json)") from None
+        last_alive = _last_heartbeat(path)  # read before this process's own heartbeat replaces it
         folder = cls(path, config)
         if folder.state.finished is None:
-            folder.record("resumed", pid=os.getpid())
+            folder.record("resumed", pid=os.getpid(), last_alive=last_alive)
         return folder
 
     # --- the journal, and the state derived from it ----------------------------------------------------
     def record(self, kind: Kind, **fields: Any) -> Record:
         """Append a record (durable when this returns) and bring state.json up to date."""
-        with self._writing:
+        with self.lock:
             record = self.log.append(kind, **fields)
             apply(self.state, record)
             _write_atomic(self.path / "state.json", self.state.model_dump_json(indent=1).encode())
@@ -152,6 +153,18 @@ def _write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
             handle.flush()
             os.fsync(handle.fileno())
     tmp.replace(path)
+
+
+def _last_heartbeat(path: Path) -> float | None:
+    try:
+        return float(json.loads((path / "heartbeat.json").read_text())["at"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all, durably (a kill leaves the old file or the new one)."""
+    _write_atomic(path, data)
 
 
 def _heartbeat_text(path: Path) -> str:

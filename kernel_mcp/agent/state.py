@@ -10,8 +10,10 @@ Conventions of the records it reads (``agent/runlog.py``):
 * ``promotion``: ``island``, ``candidate_hash``; ``restart``: ``island``, ``level``; ``finished``: ``reason``;
 * ``tuned``: ``start_hash`` (the incumbent searched), ``best_hash``, ``best`` (its parameters).
 
-Time spent (``active_s``) sums the gaps between records, except the gap before a ``resumed``: the time a
-run lay dead is not charged to its budget.
+Time spent (``active_s``) sums the gaps between records; before a ``resumed`` only up to the dead
+process's last heartbeat (``last_alive``): the time a run lay dead is not charged to its budget, the time
+it worked before dying is. ``lesson`` records name the candidate judged (``candidate_hash``): a
+candidate evaluated but never judged (a kill in between) is judged on resume.
 """
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ class RunState(BaseModel):
     epoch: int = 0
     restarts: list[dict[str, Any]] = Field(default_factory=list)
     resumptions: int = 0
-    tuned: list[str] = Field(default_factory=list)  # incumbents the tune agent has searched (never twice)
+    tuned: dict[str, str] = Field(default_factory=dict)  # start hash -> the tune's winner (never tuned twice)
+    judged: list[str] = Field(default_factory=list)  # candidates whose promotion decision was recorded
     active_s: float = 0.0  # seconds of records written while a process drove the run, summed over processes
     last_at: float | None = None  # the last record's wall clock
     finished: str | None = None  # why the run ended, once it has
@@ -53,8 +56,10 @@ def derive(records: list[Record]) -> RunState:
 def apply(state: RunState, record: Record) -> None:
     """Fold one more record into ``state`` (in place)."""
     kind, fields = record.kind, record.model_extra or {}
-    if state.last_at is not None and kind not in ("resumed", "run_started"):  # a gap before a resume is not spent
+    if state.last_at is not None and kind not in ("resumed", "run_started"):
         state.active_s += max(0.0, record.at - state.last_at)
+    elif kind == "resumed" and state.last_at is not None:  # up to the dead process's last heartbeat, not beyond
+        state.active_s += max(0.0, min(record.at, fields.get("last_alive") or 0.0) - state.last_at)
     state.last_at = record.at
     if kind == "turn":
         state.turns += 1
@@ -83,7 +88,9 @@ def apply(state: RunState, record: Record) -> None:
     elif kind == "epoch_started":
         state.epoch += 1
     elif kind == "tuned":
-        state.tuned.append(fields["start_hash"])
+        state.tuned[fields["start_hash"]] = fields.get("best_hash") or fields["start_hash"]
+    elif kind == "lesson" and fields.get("candidate_hash"):
+        state.judged.append(fields["candidate_hash"])
     elif kind == "resumed":
         state.resumptions += 1
     elif kind == "finished":

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from kernel_mcp.agent.islands import lower_bound
 from kernel_mcp.agent.run_folder import RunConfig
 from kernel_mcp.agent.runlog import Record, read
 from kernel_mcp.agent.state import RunState, derive
@@ -37,7 +36,8 @@ class RunSummary(BaseModel):
     restarts: int
     baseline: Kernel | None
     best: Kernel | None
-    gain_over_baseline: float | None  # best / baseline speedup over the reference
+    gain_over_baseline: float | None  # the best's confirmed gain: the product of the paired ratios that
+    gain_low: float | None  # promoted it along its lineage (value, and the product of their lower ends)
     spend_usd: float
     unpriced_turns: int
     turns: int
@@ -53,13 +53,37 @@ def kernel_of(run: Path, state: RunState, key: str, island: str = "0", how: str 
                   roofline_percent=done.get("roofline_percent"), how=how)
 
 
-def best_kernel(run: Path, records: list[Record], state: RunState) -> Kernel | None:
-    """Of every incumbent the run ever had, the one with the highest lower confidence bound."""
-    promoted = [r.model_extra for r in records if r.kind == "promotion"]
-    if not promoted:
-        return None
-    top = max(promoted, key=lambda p: lower_bound(state.evaluated.get(p["candidate_hash"])))
-    return kernel_of(run, state, top["candidate_hash"], str(top["island"]), top.get("how", ""))
+def confirmed_gains(records: list[Record]) -> dict[str, tuple[float, float]]:
+    """Each promoted kernel's gain over the baseline as confirmed: the product of the paired, interleaved
+    ratios of the promotions that led to it (value, and the product of their 95% lower ends). Speedups
+    against the reference from separate evaluations are not used: they are not paired and would rank
+    within their noise."""
+    gains: dict[str, tuple[float, float]] = {}
+    for r in records:
+        if r.kind != "promotion":
+            continue
+        fields = r.model_extra
+        key, ratio, previous = fields["candidate_hash"], fields.get("speedup"), fields.get("previous")
+        if fields.get("how") in ("baseline", "hard restart") and key not in gains:
+            gains[key] = (1.0, 1.0)
+        elif ratio and previous in gains:
+            base = gains[previous]
+            gains[key] = max(gains.get(key, (0.0, 0.0)), (base[0] * ratio[0], base[1] * ratio[1]), key=lambda g: g[1])
+        # a migration or a tuned start carries its kernel's gain as it was
+    return gains
+
+
+def best_kernel(run: Path, records: list[Record], state: RunState) -> tuple[Kernel | None, tuple[float, float] | None]:
+    """Of every kernel the run ever promoted, the one with the highest confirmed lower bound; its gain."""
+    gains = confirmed_gains(records)
+    if not gains:
+        return None, None
+    key = max(gains, key=lambda k: (gains[k][1], gains[k][0]))
+    how = next((r.model_extra.get("how", "") for r in records if r.kind == "promotion"
+                and r.model_extra["candidate_hash"] == key), "")
+    island = next((str(r.model_extra["island"]) for r in records if r.kind == "promotion"
+                   and r.model_extra["candidate_hash"] == key), "0")
+    return kernel_of(run, state, key, island, how), gains[key]
 
 
 def summarize(run: str | Path) -> RunSummary:
@@ -70,13 +94,13 @@ def summarize(run: str | Path) -> RunSummary:
     done = list(state.evaluated.values())
     gains = [r for r in records if r.kind == "promotion" and r.model_extra.get("how") in ("proposal", "tune")]
     baseline = kernel_of(run, state, state.baseline_hash, how="baseline") if state.baseline_hash else None
-    best = best_kernel(run, records, state)
-    gain = (best.speedup / baseline.speedup if best and baseline and best.speedup and baseline.speedup else None)
+    best, gain = best_kernel(run, records, state)
     return RunSummary(
         run=str(run), problem=config.problem, agent=config.agent, islands=config.islands, finished=state.finished,
         evaluations=len(done), failed=sum(not d.get("passed") for d in done),
         verdicts=dict(Counter(d.get("verdict", "?") for d in done)), promotions=len(gains),
-        restarts=len(state.restarts), baseline=baseline, best=best, gain_over_baseline=gain,
+        restarts=len(state.restarts), baseline=baseline, best=best, gain_over_baseline=gain[0] if gain else None,
+        gain_low=gain[1] if gain else None,
         spend_usd=round(state.spend_usd, 6), unpriced_turns=state.unpriced_turns, turns=state.turns,
         tokens=state.tokens, elapsed_s=round(state.active_s, 1),
         usd_per_improvement=round(state.spend_usd / len(gains), 6) if gains and state.turns else None)

@@ -18,9 +18,11 @@ if TYPE_CHECKING:
 
 def tune_incumbent(opt: Optimizer, island: str) -> str:
     """Tune the island's incumbent once; what changed ('BLOCK 1024 -> 8192, 3.1x') or '' if nothing did."""
-    start = opt.incumbent(island)
-    if start in opt.state.tuned or opt.out_of_budget():
-        return ""
+    with opt.folder.lock:  # two islands holding the same kernel tune it once
+        start = opt.incumbent(island)
+        if start in opt.state.tuned or start in opt.tuning or opt.out_of_budget():
+            return ""
+        opt.tuning.add(start)
     tuner = Tuner(opt.problem, opt.path_of(start), opt.folder.path / "workspace" / "tune", device=opt.device,
                   settings=ProfileSettings(budget_s=opt.budget_s, shapes=opt.shapes), runner=opt.runner,
                   on_progress=lambda text: opt.say(f"island {island}: {text}"), memo=opt.folder,
@@ -36,14 +38,15 @@ def tune_incumbent(opt: Optimizer, island: str) -> str:
         change = ", ".join(f"{k} {result.start[k]} -> {v}" for k, v in result.best.items() if result.start[k] != v)
         key, summary = opt.evaluate(open(result.best_file).read(), "tuned", island, idea=f"tune: {change}")
         if summary["passed"] and summary["trusted"]:
-            if opt.incumbent(island) != key:
-                opt.promote(key, island, result.speedup, how="tune")
             best_hash = key
-            opt.folder.record("lesson", island=island, **Lesson(
-                hypothesis="the kernel's parameters were not at their best", change=change, verdict="worked",
-                speedup=result.speedup[0], speedup_ci=result.speedup[1:],
-                evaluation=len(opt.state.evaluated)).model_dump())
+    # the decision first, then the promotion: a kill in between is mended on resume (loop.finish_what_was_in_flight)
     opt.folder.record("tuned", island=island, start_hash=start, best_hash=best_hash, params=result.params,
                       start=result.start, best=result.best, speedup=result.speedup, comparisons=result.comparisons,
                       measured=result.measured, failed=result.failed)
-    return f"{change}, {result.speedup[0]:.3g}x" if best_hash != start else ""
+    if best_hash == start:
+        return ""
+    opt.promote(best_hash, island, result.speedup, how="tune")
+    opt.folder.record("lesson", island=island, **Lesson(
+        hypothesis="the kernel's parameters were not at their best", change=change, verdict="worked",
+        speedup=result.speedup[0], speedup_ci=result.speedup[1:], evaluation=len(opt.state.evaluated)).model_dump())
+    return f"{change}, {result.speedup[0]:.3g}x"
