@@ -145,7 +145,7 @@ def test_evaluate_returns_a_compact_summary_and_snapshots(workspace):
     assert 8 <= len(notified) <= 60, notified
     assert not result.is_error, result.content[0].text[:2000]
     body = result.structured_content
-    assert body["passed"] and body["detail"] is None and len(body["shapes"]) == 4
+    assert body["passed"] and body["detail"] is None and len(body["shapes"]) == 5
     assert all(shape["candidate_us"] > 0 and shape["reference_us"] > 0 for shape in body["shapes"])
     assert len(result.content[0].text) < 4000  # what the model reads
     [snap] = snapshots.history(workspace, "vector_add")
@@ -161,7 +161,7 @@ def test_detail_adds_the_full_result(workspace):
     body = result.structured_content
     assert "no ceilings" in body["message"]  # a CPU has no roofs: the summary says why
     full = RooflineResult.model_validate(body["detail"])
-    assert full.profile.check.passed and len(full.profile.shapes) == len(body["shapes"]) == 4
+    assert full.profile.check.passed and len(full.profile.shapes) == len(body["shapes"]) == 5
 
 
 async def _wait_until_done(client, job, wait_s=20, rounds=30):
@@ -211,7 +211,7 @@ def test_job_wait_returns_within_its_wait_s_while_the_job_runs(workspace):
     (waited, looked), done = _session(workspace, script)
     assert waited[0] == "running" and 0.9 <= waited[1] < 4.0, waited  # a judge boots for seconds: still running
     assert looked[1] < 1.0, looked
-    assert done["state"] == "done" and len(done["result"]["shapes"]) == 4
+    assert done["state"] == "done" and len(done["result"]["shapes"]) == 5
     assert clamp_wait(500) == 50 and clamp_wait(-5) == 0  # a wait stays inside the clients' ~60 s
 
 
