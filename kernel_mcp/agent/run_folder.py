@@ -74,7 +74,7 @@ class RunFolder:
         for sub in ("cache", "episodes"):
             (path / sub).mkdir(exist_ok=True)
         tmp = path / f".run.json.{os.getpid()}.tmp"
-        _write_atomic(tmp, config.model_dump_json(indent=1).encode())
+        write_atomic(tmp, config.model_dump_json(indent=1).encode())
         try:  # a hard link appears whole or not at all, and never replaces: a crash leaves no half run.json
             os.link(tmp, path / "run.json")
         except FileExistsError:
@@ -104,7 +104,7 @@ class RunFolder:
         with self.lock:
             record = self.log.append(kind, **fields)
             apply(self.state, record)
-            _write_atomic(self.path / "state.json", self.state.model_dump_json(indent=1).encode())
+            write_atomic(self.path / "state.json", self.state.model_dump_json(indent=1).encode())
             for listener in self.listeners:
                 listener(record, self.state)
         return record
@@ -117,12 +117,12 @@ class RunFolder:
             return None  # never written, or cut short by a crash: evaluate again
 
     def cache(self, candidate_hash: str, result: dict[str, Any]) -> None:
-        _write_atomic(self.path / "cache" / f"{candidate_hash}.json", json.dumps(result).encode())
+        write_atomic(self.path / "cache" / f"{candidate_hash}.json", json.dumps(result).encode())
 
     # --- life ------------------------------------------------------------------------------------------
     def _heartbeat(self) -> None:
         while True:
-            _write_atomic(self.path / "heartbeat.json",
+            write_atomic(self.path / "heartbeat.json",
                           json.dumps({"pid": os.getpid(), "at": time.time()}).encode(), durable=False)
             if self._stop.wait(HEARTBEAT_S):
                 return
@@ -145,7 +145,8 @@ def candidate_hash(source: bytes) -> str:
     return hashlib.sha256(kernel_mcp.__version__.encode() + b"\0" + source).hexdigest()[:24]
 
 
-def _write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
+def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write ``path`` whole or not at all (a kill leaves the old file or the new one); fsynced if durable."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "wb") as handle:
         handle.write(data)
@@ -160,11 +161,6 @@ def _last_heartbeat(path: Path) -> float | None:
         return float(json.loads((path / "heartbeat.json").read_text())["at"])
     except (OSError, ValueError, KeyError):
         return None
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``path`` whole or not at all, durably (a kill leaves the old file or the new one)."""
-    _write_atomic(path, data)
 
 
 def _heartbeat_text(path: Path) -> str:

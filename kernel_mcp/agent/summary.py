@@ -79,10 +79,8 @@ def best_kernel(run: Path, records: list[Record], state: RunState) -> tuple[Kern
     if not gains:
         return None, None
     key = max(gains, key=lambda k: (gains[k][1], gains[k][0]))
-    how = next((r.model_extra.get("how", "") for r in records if r.kind == "promotion"
-                and r.model_extra["candidate_hash"] == key), "")
-    island = next((str(r.model_extra["island"]) for r in records if r.kind == "promotion"
-                   and r.model_extra["candidate_hash"] == key), "0")
+    first = next(r.model_extra for r in records if r.kind == "promotion" and r.model_extra["candidate_hash"] == key)
+    how, island = first.get("how", ""), str(first["island"])
     return kernel_of(run, state, key, island, how), gains[key]
 
 
