@@ -110,13 +110,17 @@ def _load_folder(folder: Path) -> Problem:
     except ValidationError as exc:
         raise UsageError(_describe_validation(exc, task_path, name)) from None
     _require_functions(ref_path, name, ("generate_input", "ref_kernel"))
+    spec = task.kernel_mcp
+    if "kernel_mcp" not in raw and "check_implementation" in module_level_names(ref_path):
+        # a GPU MODE problem loaded unchanged: its own check is its precision contract (numerics.py)
+        spec = KernelMcpSpec(precision="problem_check")
     for i, case in enumerate(task.tests + task.benchmarks):
         if "seed" not in case:
             raise UsageError(f"{task_path}: tests/benchmarks entry {i} has no 'seed' (problem {name})")
     warnings = [Finding(code="unknown_task_key", severity="warning",
                         message=f"{task_path}: top-level key {k!r} is neither GPU MODE's nor kernel_mcp's; ignored")
                 for k in raw if k not in GPU_MODE_KEYS | {"kernel_mcp"}]
-    return Problem(name=name, path=folder, kind="gpumode", spec=task.kernel_mcp, tests=task.tests,
+    return Problem(name=name, path=folder, kind="gpumode", spec=spec, tests=task.tests,
                    benchmarks=task.benchmarks or task.tests, description=task.description.strip(),
                    warnings=warnings)
 

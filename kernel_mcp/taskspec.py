@@ -81,11 +81,13 @@ class KernelMcpSpec(_Strict):
     fresh_seeds: int = Field(1, ge=1, le=16, description="secret-seeded copies of each test per check")
     output_args: list[int] | None = Field(
         None, description="indices of inputs that are output buffers (auto-detected when absent)")
-    precision: Literal["strict", "torch_defaults"] | None = Field(
-        None, description="the numeric settings the reference runs under: 'strict' (no TF32 anywhere) or "
-        "'torch_defaults' (what PyTorch does by default, e.g. TF32 cuDNN convolutions on NVIDIA GPUs). "
-        "Default: torch_defaults for KernelBench files, whose references are written for PyTorch's defaults; "
-        "strict otherwise")
+    precision: Literal["strict", "torch_defaults", "problem_check"] | None = Field(
+        None, description="the numeric settings the reference runs under: 'strict' (no TF32 anywhere), "
+        "'torch_defaults' (what PyTorch does by default, e.g. TF32 cuDNN convolutions on NVIDIA GPUs), or "
+        "'problem_check' (PyTorch's defaults, and the problem's own check_implementation decides the values; "
+        "the derived comparison is reported, not binding). Default: torch_defaults for KernelBench files, whose "
+        "references are written for PyTorch's defaults; problem_check for a GPU MODE problem loaded unchanged "
+        "(no kernel_mcp section, a check_implementation in reference.py); strict otherwise")
 
     @field_validator("flops", "bytes")
     @classmethod

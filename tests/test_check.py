@@ -230,7 +230,48 @@ def test_the_precision_contract_sets_the_judges_numerics():
     assert torch.backends.cudnn.allow_tf32 == numerics.DEFAULT_CUDNN_TF32
     assert torch.backends.cuda.matmul.allow_tf32 == numerics.DEFAULT_MATMUL_TF32
     assert load_problem(KB / "linear_gelu.py").spec.precision == "torch_defaults"
-    assert load_problem(FIXTURES / "gpumode" / "scale_shift").spec.precision is None  # strict
+    # a GPU MODE problem loaded unchanged (no kernel_mcp section) with its own check_implementation
+    assert load_problem(FIXTURES / "gpumode" / "scale_shift").spec.precision == "problem_check"
+    assert load_problem(FIXTURES.parent.parent / "problems" / "matmul_fp32").spec.precision is None  # strict
+    assert "check_implementation" in numerics.apply("problem_check", "cpu")
+    assert torch.backends.cudnn.allow_tf32 == numerics.DEFAULT_CUDNN_TF32
+
+
+DECLARED_TOLERANCE = """
+    import torch
+    def generate_input(n, seed):
+        return (torch.randn(n, generator=torch.Generator().manual_seed(seed)),)
+    def ref_kernel(data):
+        return data[0] * 2 + 1
+    def check_implementation(data, output):  # GPU MODE's way: the problem declares its own tolerance
+        expected = ref_kernel(data)
+        bad = (output - expected).abs() > 1e-3 + 1e-3 * expected.abs()
+        return (not bad.any().item(), f"{int(bad.sum())} elements off")
+"""
+
+
+@pytest.mark.parametrize("rounding, section, verdict", [
+    ("float16", "", "pass"),  # 2^-11 relative: within the declared 1e-3, thousands of times the fp32 bound
+    ("bfloat16", "", "fail: mismatch"),  # 2^-8 relative: beyond what the problem itself allows
+    ("float16", "kernel_mcp: {precision: strict}", "fail: mismatch"),  # the derived bound made binding
+])
+def test_a_gpu_mode_problem_is_judged_by_its_own_declared_tolerance(tmp_path, rounding, section, verdict):
+    """A GPU MODE problem loaded unchanged decides values by its own check_implementation (precision:
+    problem_check), and says so; the derived comparison is still reported. Declaring a precision makes
+    kernel_mcp's own bound decide again."""
+    folder = make_problem(tmp_path, DECLARED_TOLERANCE, tests="[{n: 4096, seed: 1}, {n: 1000, seed: 2}]",
+                          extra=section)
+    candidate = tmp_path / "rounded.py"
+    candidate.write_text(f"import torch\ndef custom_kernel(data):\n    return (data[0] * 2 + 1).to(torch.{rounding}).float()\n")
+    result = check(folder, candidate, device="cpu")
+    assert result.verdict == verdict, result
+    contract = [f.message for f in result.findings if f.code == "precision"]
+    assert bool(contract) is (not section) and (not contract or "check_implementation" in contract[0])
+    if verdict == "pass":
+        case = result.cases[0]
+        assert not case.comparisons[0].ok and "accepted by the problem's own check" in case.message
+    else:
+        assert result.cases[0].failure == "mismatch"
 
 
 FORMS = {  # ref_kernel bodies over data = (x,), x = randn(256)

@@ -19,17 +19,31 @@ def get_init_inputs():
 
 
 def test_a_check_needs_the_larger_of_the_candidates_call_and_the_float64_run():
-    needs = footprint.Footprint(reference_peak=10 << 30, inputs=4 << 30, outputs=3 << 30, float64_outputs=6 << 30)
-    assert needs.call_need == (10 + 4 + 6) << 30
-    assert needs.need(parked=True) == (4 + 20 + 3) << 30  # the float64 run is the larger moment here
-    assert needs.need(parked=False) == (27 + 6) << 30
-    assert not needs.tight(300 << 30) and needs.tight(200 << 30)  # kept while within 1/8 of the device
-    assert footprint.refusal(needs, 20 << 30) == ""
-    message = footprint.refusal(needs, 16 << 30)
-    assert "at least 20.0 GiB" in message and "has 16.0 GiB" in message and "alone peaks at 10.0 GiB" in message
+    GiB = 1 << 30
+    needs = footprint.Footprint(reference_peak=10 * GiB, inputs=4 * GiB, outputs=int(1.5 * GiB), float64_outputs=3 * GiB)
+    assert needs.call_need == (10 + 4 + 3) * GiB
+    assert needs.need(parked=True) == int((4 + 20 + 1.5) * GiB)  # the float64 run is the larger moment here
+    assert needs.need(parked=False) == int((25.5 + 3) * GiB)  # within 3x the reference's own peak
+    assert not needs.tight(300 * GiB) and needs.tight(200 * GiB)  # kept while within 1/8 of the device
+    assert footprint.refusal(needs, 20 * GiB) == ""
+    message = footprint.refusal(needs, 16 * GiB)
+    assert "at least 17.0 GiB" in message and "has 16.0 GiB" in message and "alone peaks at 10.0 GiB" in message
     unmeasured = footprint.Footprint(reference_peak=0, inputs=4 << 30, outputs=3 << 30)  # a CPU run
     assert footprint.refusal(unmeasured, 1 << 30) == "" and footprint.refusal(needs, None) == ""
     assert not unmeasured.tight(None)
+
+
+def test_an_output_heavy_check_parks_its_float64_outputs_to_stay_near_3x_the_reference():
+    """A matmul with a small K (KernelBench 7_Matmul_with_small_K): the output is most of the reference's
+    peak; kept on the device, its float64 copy takes the check to some 4x; parked in host memory, both
+    moments stay within 3x."""
+    GiB = 1 << 30
+    small_k = footprint.Footprint(reference_peak=int(4.05 * GiB), inputs=int(0.05 * GiB), outputs=4 * GiB,
+                                  float64_outputs=8 * GiB)
+    assert small_k.need(parked=False) > 3 * small_k.reference_peak and small_k.tight(141 * GiB)
+    assert small_k.need(parked=True) <= 3 * small_k.reference_peak
+    small = footprint.Footprint(reference_peak=256 << 20, inputs=16 << 20, outputs=200 << 20, float64_outputs=400 << 20)
+    assert not small.tight(141 << 30)  # below 1 GiB nothing is parked: the device is not what limits it
 
 
 def test_the_measurement_counts_the_references_inputs_and_outputs(tmp_path):

@@ -12,7 +12,7 @@ from kernel_mcp import tensors
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CaseResult, CheckResult, Finding, MemoryUse
 from kernel_mcp.worker import footprint, lease, numerics, trace
-from kernel_mcp.worker.outputs import compare_output, extra_checks, output_integrity, resolve_input_refs
+from kernel_mcp.worker.outputs import judge_values, output_integrity, resolve_input_refs
 from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime, release_device_memory
 from kernel_mcp.worker.session import CandidateSession
 
@@ -217,15 +217,8 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
         return CaseResult(**base, passed=False, failure=failure, message=message)
     del received, reply  # the candidate's own memory: only the judge's copy is compared
     trace.mark(f"{case.name}: output copied and its integrity checked")
-    comparisons = compare_output(output, reference, rt, case.params)
-    if not all(c.ok for c in comparisons):
-        worst = max(comparisons, key=lambda c: c.max_error_in_bounds)
-        return CaseResult(**base, passed=False, failure="mismatch", comparisons=comparisons, message=(
-            f"{worst.mismatches} of {worst.elements} elements outside the bound{' at ' + worst.leaf if worst.leaf else ''}"
-            f" (max error {worst.max_error_in_bounds:.3g}x the bound; norm error {worst.norm_error:.3g}, "
-            f"allowed {worst.norm_bound:.3g})"))
+    failure, message, comparisons = judge_values(output, reference, rt, case.params, pristine)
     trace.mark(f"{case.name}: output compared")
-    failure, message = extra_checks(rt, pristine, output)
     return CaseResult(**base, passed=not failure, failure=failure, message=message, comparisons=comparisons)
 
 
@@ -265,7 +258,7 @@ def _probe_degenerate(rt: ReferenceRuntime, reference: Reference, pristine: Any,
         made = tensors.leaves(fake)  # a leaf the trivial answer has no form for is None, so not a leaf
         if not made or len(made) != len(reference.leaves):
             continue
-        if all(c.ok for c in compare_output(fake, reference, rt, params)):
+        if not judge_values(fake, reference, rt, params, pristine)[0]:
             passing.append(kind)
     if passing:
         result.problem_degenerate = True

@@ -11,8 +11,9 @@ peaks at the larger of two moments:
 * the float64 reference: the pristine inputs and a float64 run (about 2*P), beside the output the
   candidate keeps until the judge's next call: I + 2*P + O.
 
-A check that would need more than KEEP_SHARE of the device with everything kept there is *tight*: its
-float64 expected outputs wait in pinned host memory, and both sides give back their cached blocks between
+A check that would need more than KEEP_SHARE of the device with everything kept there, or (a reference
+peaking at RATIO_FROM or more) more than MEMORY_RATIO times the reference's own peak, is *tight*: its
+float64 expected outputs wait in pinned host memory (as I + O <= P, either moment then stays within 3P), and both sides give back their cached blocks between
 the two moments (``release_device_memory``; the candidate host after each call). The comparison runs in
 pieces either way (``tolerance.CHUNK``). A float64 run that does not fit falls back to the task-dtype reference with doubled
 bounds, so a problem is refused up front only when the candidate's call itself cannot fit.
@@ -32,6 +33,11 @@ if TYPE_CHECKING:
 
 GiB = float(1 << 30)
 KEEP_SHARE = 1 / 8  # a check needing more than this share of the device is tight on it (Footprint.tight)
+# A check may take about 3x what its reference takes alone (issue 13), so that checks of large problems
+# side by side fit: output-heavy problems (a matmul with small K, 4 GiB out) kept their float64 outputs on
+# the device at 3-4x (H200, 2026-12-01). Below RATIO_FROM the device is not what limits a check.
+MEMORY_RATIO = 3.0
+RATIO_FROM = 1 << 30
 CALL_FACTOR = 20.0  # a candidate's call may take this many times the reference's run (a first call compiles)
 FLOAT64_FACTOR = 50.0  # a float64 run may take this many times the task-dtype one (no TF32/tensor cores)
 
@@ -64,7 +70,11 @@ class Footprint:
     def tight(self, total_bytes: int | None) -> bool:
         """Is the check tight on a device of ``total_bytes`` (float64 references parked in host memory,
         memory given back between calls)?"""
-        return bool(total_bytes) and self.need(parked=False) > KEEP_SHARE * total_bytes
+        if not total_bytes:
+            return False
+        kept = self.need(parked=False)
+        over_ratio = self.reference_peak >= RATIO_FROM and kept > MEMORY_RATIO * self.reference_peak
+        return kept > KEEP_SHARE * total_bytes or over_ratio
 
 
 def _nbytes(tree: Any) -> int:

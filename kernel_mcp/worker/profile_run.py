@@ -26,7 +26,7 @@ from kernel_mcp import stats, tensors
 from kernel_mcp.results import Finding, ProfileResult, ProfileSettings
 from kernel_mcp.worker import proctree, timing
 from kernel_mcp.worker.check_run import check_on, open_session, prepare
-from kernel_mcp.worker.outputs import compare_output, extra_checks, output_integrity
+from kernel_mcp.worker.outputs import judge_values, output_integrity
 from kernel_mcp.worker.profile_verdict import decide, time_all_shapes
 from kernel_mcp.worker.reference_runtime import ReferenceRuntime, release_device_memory
 from kernel_mcp.worker.protocol import Device
@@ -139,10 +139,10 @@ class Profiler:
         who.patched.update(figures["patched"])
         reference = self.rt.expected(pristine, params)
         failure, message, output = output_integrity(reply.output, reference, self.rt.output_args, shared, pristine)
-        if not failure and not all(c.ok for c in compare_output(output, reference, self.rt, params)):
-            failure, message = "mismatch", "an output produced while timing does not match the reference"
-        if not failure:  # the problem's own check_implementation and properties, as in check
-            failure, message = extra_checks(self.rt, pristine, output)
+        if not failure:  # values, then the problem's own check_implementation and properties, as in check
+            failure, message, _ = judge_values(output, reference, self.rt, params, pristine)
+            if failure == "mismatch":
+                message = f"an output produced while timing does not match the reference: {message}"
         if failure:
             who.failure = f"{failure}: {message}"
             return None
