@@ -15,7 +15,7 @@ from kernel_mcp.cli import JSON_OPT, _usage_error, app, err
 @app.command()
 def optimize(problem: Optional[Path] = typer.Argument(None, help="problem folder or KernelBench .py (not with --resume)"),
              candidate: Optional[Path] = typer.Option(None, help="starting kernel (default: the problem's baseline.py)"),
-             agent: str = typer.Option("tune", help="tune | anthropic:MODEL | openai:MODEL | openai-compatible:URL#MODEL"),
+             agent: str = typer.Option("tune", help="tune | anthropic:MODEL | openai:MODEL | openai-compatible:URL#MODEL | claude-code[:MODEL] | codex[:MODEL]"),
              islands: int = typer.Option(1, help="lineages searched at once (model agents)"),
              budget: str = typer.Option("30m", help="30m | 90s | 2h | 200evals | 5usd, several joined by commas"),
              until_sol: Optional[float] = typer.Option(None, help="stop once the best reaches this share of "

@@ -20,7 +20,8 @@ from kernel_mcp.agent.run_folder import RunBusy, RunConfig, RunFolder
 from kernel_mcp.results import UsageError
 
 API_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-AGENTS = "tune, anthropic:MODEL, openai:MODEL, openai-compatible:URL#MODEL"
+AGENTS = "tune, anthropic:MODEL, openai:MODEL, openai-compatible:URL#MODEL, claude-code[:MODEL], codex[:MODEL]"
+INSTALL_CLI = {"claude-code": "npm install -g @anthropic-ai/claude-code", "codex": "npm install -g @openai/codex"}
 
 
 class OptimizeRequest(BaseModel):
@@ -40,6 +41,12 @@ class OptimizeRequest(BaseModel):
 def check_agent(agent: str) -> None:
     kind, _, rest = agent.partition(":")
     if agent == "tune":
+        return
+    from kernel_mcp.agent.cli_agents import binary_of, is_cli_agent
+    if is_cli_agent(agent):
+        if not binary_of(agent):
+            raise UsageError(f"agent {agent} needs its CLI on PATH ({INSTALL_CLI[kind]}), or its path in "
+                             f"{'KERNEL_MCP_CLAUDE' if kind == 'claude-code' else 'KERNEL_MCP_CODEX'}")
         return
     if kind not in ("anthropic", "openai", "openai-compatible") or not rest or (kind == "openai-compatible"
                                                                                  and "#" not in rest):

@@ -40,7 +40,7 @@ class Conversation:
         while True:
             if self.opt.out_of_budget():
                 return f"stop: {self.opt.out_of_budget()}"
-            session = self.opt.open_session(self.opt.agent, self.opt.system_prompt(), [PROPOSE])
+            session = self._session(PROPOSE)
             self._start_episode(opening)
             outcome, proposed = self._episode(session, opening)
             idle = 0 if proposed else idle + 1
@@ -52,6 +52,9 @@ class Conversation:
             why = outcome.split(": ", 1)[1] if ": " in outcome else "The previous session ended without a new best."
             self._restart(level, why)
             opening = self._opening(level, why)
+
+    def _session(self, propose):
+        return self.opt.open_session(self.opt.agent, self.opt.system_prompt(), [propose])
 
     def _restart(self, level: int, why: str) -> None:
         self.opt.folder.record("restart", island=self.island, level=level, why=why)
@@ -127,3 +130,48 @@ class Conversation:
         self.rung, self.since_rung = ladder.level, 0
         self.opt.folder.record("stall", island=self.island, level=ladder.level, signals=[x.code for x in ladder.signals])
         return ladder.suggestion if ladder.level == 1 else f"L{ladder.level}: {ladder.suggestion}"
+
+
+class CliConversation(Conversation):
+    """The same ladder for a whole CLI agent (agent/cli_agents.py): an episode is one ``claude -p`` or
+    ``codex exec`` process whose ``propose`` calls come back through the run's MCP endpoint into this loop.
+    A nudge (L1) rides on the proposal's answer; a restart or a stop ends the process's session."""
+
+    def _session(self, propose):
+        from kernel_mcp.agent.cli_agents import CliAgent
+        return CliAgent(self.opt.agent)
+
+    def _episode(self, agent, opening: str) -> tuple[str, bool]:
+        from kernel_mcp.agent.run_endpoint import RunEndpoint
+        self.ending, self.proposing, self.proposed = "", 0, False
+        from kernel_mcp.agent.cli_agents import prepare_workspace
+        workspace, problem = prepare_workspace(self.opt, self.island)
+        prompt = opening + "\n\n" + load_prompt("cli").format(kernel="kernel.py", problem=problem)
+        with RunEndpoint(workspace, self.opt.runner, self._on_propose) as endpoint:
+            events, killed = agent.run_episode(prompt, self.opt.system_prompt(), endpoint, workspace, self.stream,
+                                               ended=lambda: bool(self.ending), busy=lambda: self.proposing > 0)
+        turn = agent.turn_of(events)
+        self.opt.record_turn(turn, self.island)
+        self._keep({"turn": turn.model_dump(), "killed": killed, "session": agent.session_id})
+        if self.ending:
+            return self.ending, self.proposed
+        spent = self.opt.out_of_budget()
+        return (f"stop: {spent}" if spent else "ended"), self.proposed
+
+    def _on_propose(self, edit: str, idea: str) -> str:
+        """A ``propose`` call from the CLI agent (the endpoint's thread): judged by the loop, then the ladder."""
+        if self.ending:
+            return f"This session is over ({self.ending}): answer in one line and call no more tools."
+        self.proposing += 1
+        try:
+            text, _ = self.opt.propose(self.island, edit, idea)
+            self.proposed = True
+            spent = self.opt.out_of_budget()
+            action = f"stop: {spent}" if spent else self._climb()
+        finally:
+            self.proposing -= 1
+        self._keep({"proposal": idea, "answer": text, "ladder": action})
+        if action.startswith(("stop", "L2", "L3")):
+            self.ending = action
+            return f"{text}\n\nThis session ends here ({action}): answer in one line and call no more tools."
+        return f"{text}\n\n{action}" if action else text

@@ -44,15 +44,17 @@ def adopt_best(opt: Optimizer, island: str) -> str:
 
 def run_islands(opt: Optimizer) -> str:
     """Every island's conversation until each stops; why the run ended."""
-    from kernel_mcp.agent.conversation import Conversation
+    from kernel_mcp.agent.cli_agents import is_cli_agent
+    from kernel_mcp.agent.conversation import CliConversation, Conversation
+    conversation = CliConversation if is_cli_agent(opt.agent) else Conversation
     if len(opt.islands) == 1:
-        return Conversation(opt, "0").run()
+        return conversation(opt, "0").run()
     reasons: dict[str, str] = {}
     failures: list[BaseException] = []
 
     def one(island: str) -> None:
         try:
-            reasons[island] = Conversation(opt, island).run()
+            reasons[island] = conversation(opt, island).run()
         except BaseException as exc:  # noqa: BLE001  (re-raised in the caller's thread below)
             failures.append(exc)
 
