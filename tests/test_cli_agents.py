@@ -55,6 +55,28 @@ def test_codex_usage_is_summed_over_its_turns_and_unpriced_without_a_model():
     assert turn.cost_usd is None and turn.text == "bye" and turn.stop == "completed"  # unpriced, never $0
 
 
+def test_a_cli_agent_without_its_cli_is_a_usage_error_before_any_work(tmp_path):
+    env = {**_env(tmp_path), "KERNEL_MCP_CODEX": str(tmp_path / "no-codex-here"), "PATH": "/usr/bin:/bin"}
+    out, run = _optimize(tmp_path, "codex:gpt-test", env)
+    assert out.returncode == 2 and "needs its CLI on PATH" in out.stderr and "KERNEL_MCP_CODEX" in out.stderr, out.stderr
+    assert not (run / "journal.jsonl").exists()
+
+
+def test_a_session_cut_off_by_a_kill_has_its_usage_recovered_from_its_stream(tmp_path):
+    """kill -9 of the orchestrator mid-session: the episode has no turn, the CLI's stream shows what was
+    spent (partial: no result line); an episode whose turn was journaled is left alone."""
+    from kernel_mcp.agent.cli_agents import CliAgent, lost_turns
+    message = {"id": "m1", "model": "claude-opus-4-5", "usage": {"input_tokens": 40, "output_tokens": 4}}
+    (tmp_path / "island-0-3.jsonl").write_text(json.dumps({"prompt": "p"}) + "\n")
+    (tmp_path / "island-0-3.stream.jsonl").write_text(json.dumps({"type": "assistant", "message": message}) + "\n{\"type\": \"assi")
+    (tmp_path / "island-0-1.jsonl").write_text(json.dumps({"prompt": "p"}) + "\n" + json.dumps({"turn": {}}) + "\n")
+    (tmp_path / "island-0-1.stream.jsonl").write_text(json.dumps({"type": "assistant", "message": message}) + "\n")
+    lost = lost_turns(tmp_path, "0", CliAgent("claude-code"))
+    assert [episode.name for episode, _ in lost] == ["island-0-3.jsonl"]
+    turn = lost[0][1]
+    assert (turn.usage.input, turn.usage.output, turn.usage.basis) == (40, 4, "partial") and turn.cost_usd > 0
+
+
 SILENT = "import sys, time; print('{\"type\": \"hello\"}', flush=True); print('bad', file=sys.stderr); time.sleep(60)"
 
 

@@ -43,7 +43,10 @@ def is_cli_agent(spec: str) -> bool:
 def binary_of(spec: str) -> str | None:
     """The CLI's executable: $KERNEL_MCP_CLAUDE / $KERNEL_MCP_CODEX, else ``claude`` / ``codex`` on PATH."""
     name, variable = BINARIES[spec.partition(":")[0]]
-    return os.environ.get(variable) or shutil.which(name)
+    given = os.environ.get(variable)
+    if given:  # a path that is not an executable file is a mistake to report, not a reason to look elsewhere
+        return given if os.path.isfile(given) and os.access(given, os.X_OK) else None
+    return shutil.which(name)
 
 
 def prepare_workspace(opt, island: str) -> tuple[Path, str]:
@@ -124,7 +127,31 @@ class CliAgent:
 
     def turn_of(self, events: list[dict]) -> Turn:
         """The episode's usage and cost as one turn."""
-        return _claude_turn(events, self.model) if self.kind == "claude-code" else _codex_turn(events, self.model)
+        if self.kind == "claude-code":
+            return _claude_turn(events, self.model)
+        self.session_id = next((str(e.get("thread_id")) for e in events if e.get("type") == "thread.started"), "")
+        return _codex_turn(events, self.model)
+
+
+def lost_turns(episodes: Path, island: str, agent: CliAgent) -> list[tuple[Path, Turn]]:
+    """Sessions of this island whose process outlived the orchestrator (a kill -9 before the session's usage
+    was journaled): each episode file without a turn, and the usage its CLI stream shows."""
+    found = []
+    for stream in sorted(episodes.glob(f"island-{island}-*.stream.jsonl")):
+        episode = stream.with_name(stream.name.replace(".stream.jsonl", ".jsonl"))
+        entries = [json.loads(line) for line in episode.read_text().splitlines() if line.strip()] if episode.exists() else []
+        if any("turn" in entry for entry in entries):
+            continue
+        events = []
+        for line in stream.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by the kill
+            if isinstance(event, dict):
+                events.append(event)
+        found.append((episode, agent.turn_of(events)))
+    return found
 
 
 def _claude_turn(events: list[dict], model: str) -> Turn:

@@ -137,6 +137,14 @@ class CliConversation(Conversation):
     ``codex exec`` process whose ``propose`` calls come back through the run's MCP endpoint into this loop.
     A nudge (L1) rides on the proposal's answer; a restart or a stop ends the process's session."""
 
+    def run(self) -> str:
+        from kernel_mcp.agent.cli_agents import CliAgent, lost_turns
+        for episode, turn in lost_turns(self.opt.folder.path / "episodes", self.island, CliAgent(self.opt.agent)):
+            self.opt.record_turn(turn, self.island)  # a session cut off by a kill: its tokens were spent
+            with open(episode, "a") as handle:
+                handle.write(json.dumps({"turn": turn.model_dump(), "recovered": True}) + "\n")
+        return super().run()
+
     def _session(self, propose):
         from kernel_mcp.agent.cli_agents import CliAgent
         return CliAgent(self.opt.agent)
@@ -148,7 +156,8 @@ class CliConversation(Conversation):
         workspace, problem = prepare_workspace(self.opt, self.island)
         prompt = opening + "\n\n" + load_prompt("cli").format(kernel="kernel.py", problem=problem)
         with RunEndpoint(workspace, self.opt.runner, self._on_propose) as endpoint:
-            events, killed = agent.run_episode(prompt, self.opt.system_prompt(), endpoint, workspace, self.stream,
+            events, killed = agent.run_episode(prompt, self.opt.system_prompt(), endpoint, workspace,
+                                               self.stream.with_suffix(".stream.jsonl"),
                                                ended=lambda: bool(self.ending), busy=lambda: self.proposing > 0)
         turn = agent.turn_of(events)
         self.opt.record_turn(turn, self.island)

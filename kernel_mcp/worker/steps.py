@@ -80,6 +80,9 @@ class StepProcess:
                     reply = self._receive()
                     break
                 if self.proc.poll() is not None and not self.conn.poll(0.05):
+                    if fired.is_set():  # the watchdog's own kill, seen before its flag was: a timeout
+                        reply = None
+                        break
                     return self._failed(f"the step process exited (code {self.proc.returncode}) without a reply")
             else:
                 reply = None
