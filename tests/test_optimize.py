@@ -49,7 +49,11 @@ def test_usage_errors_exit_2_before_any_work(tmp_path, vector_add):
     cases = [(["nowhere"], "does not exist"), ([vector_add, "--agent", "gpt"], "unknown agent"),
              ([vector_add, "--budget", "lots"], "budget"), ([vector_add, "--islands", "0"], "islands"),
              ([vector_add, "--agent", "anthropic:claude-opus-4-5"], "ANTHROPIC_API_KEY"),
-             (["--resume", tmp_path / "nothing"], "no run"), ([], "PROBLEM")]
+             (["--resume", tmp_path / "nothing"], "no run"), ([], "PROBLEM"),
+             (["--resume", tmp_path / "gpu_run", "--device", "cpu"], "measured on cuda")]
+    (tmp_path / "gpu_run").mkdir()  # a run started on a GPU, resumed on a CPU: numbers of two kinds
+    (tmp_path / "gpu_run" / "run.json").write_text(json.dumps({"problem": str(vector_add), "problem_hash": "-",
+                                                                "agent": "tune", "device_kind": "cuda"}))
     env = {k: v for k, v in _env().items() if k != "ANTHROPIC_API_KEY"}
     for args, said in cases:
         done = subprocess.run(_command(*args, "--run", tmp_path / "r"), capture_output=True, text=True, env=env,

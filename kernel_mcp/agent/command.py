@@ -88,6 +88,7 @@ def open_run(request: OptimizeRequest) -> tuple[RunFolder, Path]:
                 raise UsageError(f"{request.resume} holds no run (no run.json)")
             config = RunConfig.model_validate_json((Path(request.resume) / "run.json").read_text())
             check_agent(config.agent)  # a key missing now is a usage error, not a traceback mid-run
+            _same_device_kind(config, request.device)
             folder = RunFolder.resume(request.resume)
             return folder, folder.path / "start.py"
         problem = Path(request.problem)
@@ -100,7 +101,8 @@ def open_run(request: OptimizeRequest) -> tuple[RunFolder, Path]:
         path = Path(request.run or f"runs/{problem.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
         config = RunConfig(problem=str(problem.resolve()), problem_hash=problem_hash(problem), agent=request.agent,
                            islands=request.islands, budget=budget.model_dump(exclude_none=True),
-                           until_sol=request.until_sol, timing_s=request.timing_s, shapes=request.shapes)
+                           until_sol=request.until_sol, timing_s=request.timing_s, shapes=request.shapes,
+                           device_kind=_device_kind(request.device))
         path.mkdir(parents=True, exist_ok=True)
         if (path / "run.json").exists():
             raise UsageError(f"{path} already holds a run: resume it with --resume {path}, or choose another --run")
@@ -110,6 +112,19 @@ def open_run(request: OptimizeRequest) -> tuple[RunFolder, Path]:
         return RunFolder.create(path, config), path / "start.py"
     except (ValueError, FileNotFoundError, FileExistsError, RunBusy) as exc:
         raise UsageError(str(exc)) from None
+
+
+def _device_kind(device: str) -> str:
+    from kernel_mcp.worker.resolve import guess_kind
+    return guess_kind(device)
+
+
+def _same_device_kind(config: RunConfig, device: str) -> None:
+    """A run resumed on another kind of device would rank kernels by numbers from two machines."""
+    now = _device_kind(device)
+    if config.device_kind and now != config.device_kind:
+        raise UsageError(f"this run was measured on {config.device_kind} and would resume on {now}: resume it "
+                         f"with --device {config.device_kind} on such a machine, or start a new run")
 
 
 def resolved_shapes(config: RunConfig, device: str) -> str:

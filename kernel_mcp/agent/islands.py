@@ -3,8 +3,9 @@ incumbent and its own snapshot history (so its stall signals are its own); they 
 brief reads all of them) and the evaluation cache (a candidate two islands reach is evaluated once).
 
 Code moves between islands only as a confirmed incumbent: when an island restarts softly (L2), it starts
-from the best incumbent of any island, ranked by the lower end of its speedup's 95% interval against the
-reference (a lucky fast reading does not win a parent's place), if that beats its own.
+from the best incumbent of any island, ranked by the lower end of its confirmed gain over the baseline (the
+product of the paired, interleaved ratios that promoted it, summary.confirmed_gains: the ranking the report
+uses), if that beats its own; a lucky fast reading does not win a parent's place.
 """
 from __future__ import annotations
 
@@ -15,28 +16,27 @@ if TYPE_CHECKING:
     from kernel_mcp.agent.loop import Optimizer
 
 
-def lower_bound(summary: dict | None) -> float:
-    """The lower end of an evaluated candidate's speedup interval (0 when it has none: failed, untimed)."""
-    if not summary or not summary.get("passed") or not summary.get("trusted"):
-        return 0.0
-    ci = summary.get("speedup_ci") or [summary.get("speedup") or 0.0]
-    return float(ci[0] or 0.0)
+def _confirmed(opt: Optimizer) -> dict[str, tuple[float, float]]:
+    from kernel_mcp.agent.summary import confirmed_gains
+    return confirmed_gains(opt.folder.log.of_kind("promotion"))
 
 
 def best_parent(opt: Optimizer) -> tuple[str, str]:
-    """(island, candidate hash) of the incumbent with the highest lower confidence bound."""
-    ranked = sorted(opt.state.incumbents.items(), key=lambda item: (lower_bound(opt.state.evaluated.get(item[1])),
-                                                                     -int(item[0])))
+    """(island, candidate hash) of the incumbent with the highest confirmed lower bound."""
+    gains = _confirmed(opt)
+    ranked = sorted(opt.state.incumbents.items(),
+                    key=lambda item: (gains.get(item[1], (0.0, 0.0))[1], gains.get(item[1], (0.0, 0.0))[0], -int(item[0])))
     island, key = ranked[-1]
     return island, key
 
 
 def adopt_best(opt: Optimizer, island: str) -> str:
     """Before a soft restart: the island takes the best incumbent of any island if it is better than its own
-    (by lower confidence bound). Returns the island it came from, or '' if it kept its own."""
+    (by confirmed lower bound). Returns the island it came from, or '' if it kept its own."""
     source, key = best_parent(opt)
     mine = opt.incumbent(island)
-    if key == mine or lower_bound(opt.state.evaluated.get(key)) <= lower_bound(opt.state.evaluated.get(mine)):
+    gains = _confirmed(opt)
+    if key == mine or gains.get(key, (0.0, 0.0))[1] <= gains.get(mine, (0.0, 0.0))[1]:
         return ""
     opt.promote(key, island, None, how=f"migrated from island {source}")
     return source

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel_mcp.agent.islands import lower_bound
 from kernel_mcp.agent.runlog import Record
+
+
+def lower_bound(summary: dict | None) -> float:
+    """The lower end of an evaluated kernel's speedup interval against the reference (0 when it has none:
+    failed, untimed): the plot's axis is that speedup, so its best-so-far line is ranked on it."""
+    if not summary or not summary.get("passed") or not summary.get("trusted"):
+        return 0.0
+    ci = summary.get("speedup_ci") or [summary.get("speedup") or 0.0]
+    return float(ci[0] or 0.0)
 
 
 def progress_series(records: list[Record]) -> dict[str, list]:

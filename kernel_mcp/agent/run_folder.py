@@ -41,6 +41,7 @@ class RunConfig(BaseModel):
     islands: int = 1
     budget: dict[str, float] = {}  # e.g. {"seconds": 1800, "evaluations": 200, "usd": 5}
     until_sol: float | None = None
+    device_kind: str | None = None  # "cpu" | "cuda" (ROCm included): a run's numbers come from one kind
     kernel_mcp_version: str = kernel_mcp.__version__
 
 
