@@ -13,9 +13,24 @@ from rich.table import Table
 # results (pydantic) and render are imported inside the commands: a one-shot check starts its judge before
 # paying for them (worker/client.prestart), and that judge's own start-up then runs alongside those imports
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# rich_markup_mode=None: click's plain help, where a flag reads `--json`, not `--json <bool>`
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Instruments for writing GPU kernels with AI agents: check, compile, profile, roofline, calibrate.")
 err = Console(stderr=True)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from kernel_mcp import __version__
+        sys.stdout.write(f"kernel-mcp {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="print the version and exit")) -> None:
+    """Instruments for writing GPU kernels with AI agents: check, compile, profile, roofline, calibrate,
+    and an unattended search (optimize). Exit codes: 0 pass, 1 fail, 2 usage error."""
 
 
 def _progress(message: str, done: int, total: int) -> None:
@@ -81,8 +96,14 @@ def demo(device: str = typer.Option("auto", help="auto | cpu | cuda"),
     raise typer.Exit(0 if all(r.passed for r in results) else 1)
 
 
-def _settings(target_ci: float, budget: float, shapes: str):
+def _settings(target_ci: float, budget: float, shapes: str, device: str, quiet: bool):
     from kernel_mcp.tools.profile import settings_from
+    if shapes == "auto":  # a CPU times the benchmark shapes in minutes, or not at all within the budget
+        from kernel_mcp.worker.resolve import guess_kind
+        shapes = "tests" if guess_kind(device) == "cpu" else "benchmarks"
+        if shapes == "tests" and not quiet:
+            err.print("[dim]timing the problem's test shapes: this is a CPU, where the benchmark shapes would take "
+                      "minutes (--shapes benchmarks to time them anyway)[/dim]")
     return settings_from(target_ci=target_ci, budget_s=budget, shapes=shapes)
 
 
@@ -91,7 +112,8 @@ CANDIDATE_ARG = typer.Argument(..., help="Python file defining custom_kernel(dat
 DEVICE_OPT = typer.Option("auto", help="auto | cpu | cuda")
 TARGET_CI_OPT = typer.Option(0.01, help="stop once each median is known to +-this fraction (95% CI)")
 BUDGET_OPT = typer.Option(60.0, help="timing budget in seconds for all shapes together")
-SHAPES_OPT = typer.Option("benchmarks", help="benchmarks | tests (the small test shapes: quick runs, CPU)")
+SHAPES_OPT = typer.Option("auto", help="benchmarks | tests (the small test shapes) | auto: tests on a CPU, "
+                          "benchmarks on a GPU")
 JSON_OPT = typer.Option(False, "--json", help="print one JSON object")
 
 
@@ -106,8 +128,8 @@ def profile(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG,
     from kernel_mcp.render import print_profile
     from kernel_mcp.tools.profile import profile as run
     result = _emit(lambda progress: run(problem, candidate, baseline=baseline, device=device, counters=counters,
-                                        settings=_settings(target_ci, budget, shapes), on_progress=progress),
-                   print_profile, as_json)
+                                        settings=_settings(target_ci, budget, shapes, device, as_json),
+                                        on_progress=progress), print_profile, as_json)
     raise typer.Exit(0 if result.passed and result.trusted else 1)
 
 
@@ -117,10 +139,16 @@ def roofline(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG, devic
              target_ci: float = TARGET_CI_OPT, budget: float = BUDGET_OPT, shapes: str = SHAPES_OPT,
              as_json: bool = JSON_OPT) -> None:
     """Profile, then place candidate and reference under the device's roofs (memory, compute)."""
+    from kernel_mcp.worker.resolve import guess_kind
+    if guess_kind(device) == "cpu":  # said before minutes of timing, not after
+        from kernel_mcp.results import UsageError
+        _usage_error(UsageError("no roofline on a CPU: the roofs are a GPU's (its datasheet, or `kernel-mcp "
+                                "calibrate` on it); `kernel-mcp profile` times the kernel here"))
     from kernel_mcp.render import print_roofline
     from kernel_mcp.tools.roofline import roofline as run
     result = _emit(lambda progress: run(problem, candidate, device=device, png=png, on_progress=progress,
-                                        settings=_settings(target_ci, budget, shapes)), print_roofline, as_json)
+                                        settings=_settings(target_ci, budget, shapes, device, as_json)),
+                   print_roofline, as_json)
     raise typer.Exit(0 if result.profile.passed and result.shapes else 1)
 
 
@@ -152,6 +180,8 @@ def serve(root: Path = typer.Option(Path("."), help="workspace root: every path 
         _usage_error(UsageError(f"--root {root} is not a directory"))
     if not http:
         from kernel_mcp.server import main as run
+        err.print(f"kernel_mcp: serving MCP over stdio for the workspace {root.resolve()} (an MCP client starts "
+                  "this command and talks on its stdin/stdout; Ctrl-C stops it)")
         run(str(root))
         return
     from kernel_mcp.server import parse_listen, serve_http

@@ -9,7 +9,7 @@ import pytest
 from kernel_mcp.results import UsageError
 from kernel_mcp.tools.check import check
 
-from conftest import FIXTURES, kernelbench_files
+from conftest import FIXTURES, PROBLEMS, kernelbench_files
 
 KB = FIXTURES / "kernelbench"
 
@@ -348,3 +348,19 @@ def test_a_candidate_is_held_to_its_references_precision_not_below_it(tmp_path, 
     candidate.write_text(textwrap.dedent(helper) + f"def custom_kernel(data):\n    {body}\n")
     result = check(folder, candidate, device="cpu", fresh_seeds=3)
     assert result.verdict == verdict, result
+
+
+def test_a_failing_candidate_is_shown_through_its_own_code_not_the_harness(tmp_path):
+    """The traceback names the candidate's file and line and none of kernel_mcp's frames; a candidate
+    without custom_kernel is one sentence."""
+    raises = tmp_path / "raises.py"
+    raises.write_text("def custom_kernel(data):\n    a, b = data\n    return a + b.no_such_method()\n")
+    result = check(PROBLEMS / "vector_add", raises, device="cpu")
+    message = next(f.message for f in result.findings if f.severity == "error")
+    assert result.verdict == "fail: exception" and f'File "{raises}", line 3, in custom_kernel' in message
+    assert "kernel_mcp" not in message and "no_such_method" in message, message
+    empty = tmp_path / "empty.py"
+    empty.write_text("def kernel(data):\n    return data\n")
+    result = check(PROBLEMS / "vector_add", empty, device="cpu")
+    message = next(f.message for f in result.findings if f.severity == "error")
+    assert message == "importing the candidate failed: the candidate defines no custom_kernel(data) function", message

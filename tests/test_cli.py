@@ -101,3 +101,27 @@ def test_the_command_is_not_dumpable_from_its_first_step(args):
     done = subprocess.run([sys.executable, "-c", REPORT_DUMPABLE, *args], capture_output=True, text=True,
                           cwd=REPO, timeout=120, stdin=subprocess.DEVNULL)
     assert "dumpable=0" in done.stderr, done.stderr[-2000:]
+
+
+def test_serve_on_stdio_says_so_and_stops_at_once_on_ctrl_c(tmp_path):
+    """A terminal user sees one line saying what it is; Ctrl-C ends it with exit 0, no traceback, no Enter."""
+    import signal
+    import time
+    server = subprocess.Popen([sys.executable, "-m", "kernel_mcp", "serve", "--root", str(tmp_path)], cwd=REPO,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        said = server.stderr.readline() + server.stderr.readline()
+        assert "serving MCP over stdio" in said and str(tmp_path) in said.replace("\n", " ").replace("  ", " "), said
+        time.sleep(0.5)
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) == 0
+        assert "Traceback" not in server.stderr.read()
+    finally:
+        server.kill()
+
+
+def test_version_and_flags_read_as_a_user_expects():
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.startswith("kernel-mcp ")
+    shown = run("check", "--help").stdout
+    assert "--json " in shown and "<bool>" not in shown

@@ -99,13 +99,11 @@ def test_work_is_estimated_when_task_yml_has_no_flops_or_bytes(problem_copy, tmp
     assert shape.bytes == 4 * 3 * 128 * 128  # two inputs and the output, float32
 
 
-def test_roofline_on_cpu_says_why_there_is_none(honest):
+def test_roofline_on_cpu_says_why_there_is_none_before_any_work(honest):
     proc = subprocess.run([sys.executable, "-m", "kernel_mcp", "roofline", str(PROBLEMS / "vector_add"), str(honest),
-                           "--device", "cpu", "--shapes", "tests", "--budget", "2", "--json"],
-                          capture_output=True, text=True, timeout=600)
-    body = json.loads(proc.stdout)
-    assert proc.returncode == 1 and not body["shapes"] and "ceilings" in body["message"]
-    assert body["profile"]["passed"]
+                           "--device", "cpu", "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no roofline on a CPU" in proc.stderr and "kernel-mcp profile" in proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
 
 
 # Cheats found by an adversarial review of the timing path (tests/timing_cheats/, each file says how it works)
@@ -139,3 +137,19 @@ def test_flush_mode_is_read_unless_asked_and_a_bad_value_is_refused(monkeypatch)
     monkeypatch.setenv("KERNEL_MCP_FLUSH", "sideways")
     with pytest.raises(ValueError, match="read, write"):
         timing.flush_mode()
+
+
+def test_a_timing_budget_running_out_is_not_the_candidates_failure():
+    """A kernel that passed its check but could not be sampled enough before the hard limit (a slow CPU) is
+    'pass (not timed)': untrusted, no speedup, never 'fail'."""
+    from kernel_mcp.results import CheckResult, ProfileResult
+    from kernel_mcp.worker.profile_run import Contestant
+    from kernel_mcp.worker.profile_verdict import decide
+    check = CheckResult(passed=True, verdict="pass", problem="p", candidate="c.py", device="cpu")
+    result = ProfileResult(passed=False, trusted=False, verdict="", problem="p", candidate="c.py", device="cpu",
+                           check=check)
+    slow = Contestant(role="candidate", failure="too_few_samples: 2 usable samples in 3 calls before the hard time limit")
+    decide(result, check, [Contestant(role="reference"), slow])
+    assert result.passed and not result.trusted and result.speedup is None
+    assert result.verdict == "pass (not timed: too few samples)" and not result.verdict.startswith("fail")
+    assert [f.code for f in result.findings] == ["timing_incomplete"] and "--budget" in result.findings[0].message

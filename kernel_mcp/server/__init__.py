@@ -18,6 +18,9 @@ Misuse becomes a ToolError whose message says what to do; an expected failure (a
 """
 from __future__ import annotations
 
+import os
+import signal
+import sys
 from pathlib import Path
 
 from mcp.server import MCPServer
@@ -70,7 +73,18 @@ def _register_prompts(server: MCPServer) -> None:
 def main(root: str = ".") -> None:
     harden_trusted_process(reaper=False)  # before any tool runs (kernel_mcp.launch did it too, if it started us)
     runner = LocalRunner(warm=True)
+    # Ctrl-C: asyncio would cancel the server and then wait for the thread blocked reading stdin (until
+    # Enter); stop here instead, the warm processes first
+    signal.signal(signal.SIGINT, lambda *_: _stop(runner))
     try:
         build_server(root, runner).run()  # stdio
     finally:
         runner.close()  # the warm processes would end with their pipes anyway; this is sooner
+
+
+def _stop(runner: LocalRunner) -> None:
+    try:
+        runner.close()
+    finally:
+        sys.stderr.flush()
+        os._exit(0)

@@ -16,11 +16,30 @@ from pathlib import Path
 from typing import Any, Callable
 
 MAX_TEXT = 4000  # characters of a traceback worth sending back
+HARNESS = str(Path(__file__).resolve().parent.parent)  # kernel_mcp's own files: not the candidate's business
+
+
+class MissingEntryPoint(Exception):
+    """The candidate lacks what the harness calls (custom_kernel, ModelNew): said in one line."""
 
 
 def _error(kind: str, exc: BaseException) -> tuple:
-    text = "".join(traceback.format_exception(exc))
-    return ("error", kind, type(exc).__name__, text[-MAX_TEXT:])
+    """The failure as the candidate's author needs it: the traceback through their own code, without the
+    harness's frames (or importlib's), and a missing entry point as one sentence."""
+    if isinstance(exc, MissingEntryPoint):
+        return ("error", kind, str(exc), "")
+    shown = traceback.TracebackException.from_exception(exc)
+    _drop_harness_frames(shown)
+    return ("error", kind, type(exc).__name__, "".join(shown.format())[-MAX_TEXT:])
+
+
+def _drop_harness_frames(shown: traceback.TracebackException) -> None:
+    seen = set()
+    while shown is not None and id(shown) not in seen:
+        seen.add(id(shown))
+        kept = [f for f in shown.stack if not f.filename.startswith((HARNESS, "<frozen importlib"))]
+        shown.stack = traceback.StackSummary.from_list(kept)
+        shown = shown.__cause__ or shown.__context__
 
 
 def _import_candidate(path: Path, problem_dirs: list[str]) -> Any:
@@ -38,11 +57,11 @@ def _kernel_from(module: Any, init: dict, device: str) -> Callable:
     if kb is None:
         fn = getattr(module, "custom_kernel", None)
         if not callable(fn):
-            raise AttributeError("the candidate defines no custom_kernel(data) function")
+            raise MissingEntryPoint("the candidate defines no custom_kernel(data) function")
         return fn
     import torch
     if not hasattr(module, "ModelNew"):
-        raise AttributeError("a KernelBench candidate must define class ModelNew")
+        raise MissingEntryPoint("a KernelBench candidate must define class ModelNew")
     torch.manual_seed(kb["seed"])  # same seed as the judge's Model, for weights it cannot share by name
     model = module.ModelNew(*kb["init_inputs"]).to(device)
     model.load_state_dict(kb["state_dict"], strict=False)

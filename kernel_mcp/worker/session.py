@@ -264,7 +264,7 @@ class CandidateSession:
             _, where, exc_type, text = message
             what = {"import": "importing the candidate failed", "call": "custom_kernel raised",
                     "output": "its output could not be handed over"}.get(where, where)
-            return Reply("exception", message=f"{what}: {exc_type}\n{text}")
+            return Reply("exception", message=f"{what}: {exc_type}" + (f"\n{text}" if text else ""))
         return Reply("forged", message=f"unexpected message during {stage}: {str(message)[:200]}")
 
     def log_tail(self) -> str:
