@@ -33,8 +33,31 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
     and an unattended search (optimize). Exit codes: 0 pass, 1 fail, 2 usage error."""
 
 
-def _progress(message: str, done: int, total: int) -> None:
-    err.print(f"[dim]  {done}/{total} {message}[/dim]" if total else f"[dim]  {message}[/dim]")
+class _Progress:
+    """An instrument's progress on stderr: in a terminal one bar updated in place (gone when done); in a log
+    (a pipe, CI) one line per stage ("shape 1", "test 2"), not one per sample."""
+
+    def __init__(self):
+        self.bar, self.task, self.stage = None, None, None
+
+    def __call__(self, message: str, done: int = 0, total: int = 0) -> None:
+        if not err.is_terminal:
+            stage = message.split(":")[0]
+            if stage != self.stage:
+                self.stage = stage
+                err.print(f"[dim]  {done}/{total} {message}[/dim]" if total else f"[dim]  {message}[/dim]")
+            return
+        if self.bar is None:
+            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                                console=err, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(message, total=None)
+        self.bar.update(self.task, description=message[:100], completed=done, total=total or None)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 def _usage_error(exc: Exception) -> None:
@@ -42,13 +65,22 @@ def _usage_error(exc: Exception) -> None:
     raise typer.Exit(2)
 
 
+def _exit_code(ok: bool, verdict: str) -> int:
+    """0 pass, 1 a failing kernel, 2 a problem that is broken (its reference raised): the user's to fix."""
+    return 0 if ok else 2 if verdict == "error: problem" else 1
+
+
 def _emit(call: Callable[[Any], Any], printer: Callable[[Any, Console], None], as_json: bool) -> Any:
     """Run an instrument (progress to stderr unless --json), print its result, return it."""
     from kernel_mcp.results import UsageError
+    progress = _Progress()
     try:
-        result = call(None if as_json else _progress)
+        result = call(None if as_json else progress)
     except UsageError as exc:
+        progress.close()
         _usage_error(exc)
+    finally:
+        progress.close()
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=1) + "\n")
     else:
@@ -56,11 +88,17 @@ def _emit(call: Callable[[Any], Any], printer: Callable[[Any, Console], None], a
     return result
 
 
+TIMEOUT_OPT = typer.Option(None, "--timeout", min=0.1, help="seconds one call of the candidate may take before it "
+                           "fails as hanging (default: the task's, 180 s unless it says otherwise, as a first call may "
+                           "compile)")
+
+
 @app.command()
 def check(problem: Path = typer.Argument(..., help="problem folder (task.yml + reference.py) or KernelBench .py"),
           candidate: Path = typer.Argument(..., help="Python file defining custom_kernel(data) (or ModelNew)"),
           device: str = typer.Option("auto", help="auto | cpu | cuda"),
           fresh_seeds: Optional[int] = typer.Option(None, help="secret-seeded copies of each test (default: task's)"),
+          timeout: Optional[float] = TIMEOUT_OPT,
           as_json: bool = typer.Option(False, "--json", help="print one JSON object")) -> None:
     """Check a candidate kernel against a problem's reference. Exit 0 pass, 1 fail, 2 usage error."""
     from kernel_mcp.worker import client, trace
@@ -69,9 +107,9 @@ def check(problem: Path = typer.Argument(..., help="problem folder (task.yml + r
     from kernel_mcp.render import print_check
     from kernel_mcp.tools.check import check as run
     result = _emit(lambda progress: run(problem, candidate, device=device, fresh_seeds=fresh_seeds,
-                                        on_progress=progress), print_check, as_json)
+                                        on_progress=progress, call_timeout_s=timeout), print_check, as_json)
     trace.mark("cli: result printed")
-    raise typer.Exit(0 if result.passed else 1)
+    raise typer.Exit(_exit_code(result.passed, result.verdict))
 
 
 @app.command()
@@ -123,14 +161,15 @@ def profile(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG,
             device: str = DEVICE_OPT, target_ci: float = TARGET_CI_OPT, budget: float = BUDGET_OPT,
             shapes: str = SHAPES_OPT,
             counters: bool = typer.Option(False, help="add hardware counters (ncu / rocprofv3) on one shape"),
-            as_json: bool = JSON_OPT) -> None:
+            timeout: Optional[float] = TIMEOUT_OPT, as_json: bool = JSON_OPT) -> None:
     """Check, then time the candidate against the reference. Exit 0 pass and trusted, 1 otherwise, 2 usage."""
     from kernel_mcp.render import print_profile
     from kernel_mcp.tools.profile import profile as run
     result = _emit(lambda progress: run(problem, candidate, baseline=baseline, device=device, counters=counters,
+                                        call_timeout_s=timeout,
                                         settings=_settings(target_ci, budget, shapes, device, as_json),
                                         on_progress=progress), print_profile, as_json)
-    raise typer.Exit(0 if result.passed and result.trusted else 1)
+    raise typer.Exit(_exit_code(result.passed and result.trusted, result.verdict))
 
 
 @app.command()
@@ -149,7 +188,7 @@ def roofline(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG, devic
     result = _emit(lambda progress: run(problem, candidate, device=device, png=png, on_progress=progress,
                                         settings=_settings(target_ci, budget, shapes, device, as_json)),
                    print_roofline, as_json)
-    raise typer.Exit(0 if result.profile.passed and result.shapes else 1)
+    raise typer.Exit(_exit_code(bool(result.profile.passed and result.shapes), result.profile.verdict))
 
 
 @app.command(name="compile")
@@ -224,7 +263,7 @@ def calibrate(as_json: bool = JSON_OPT) -> None:
     from kernel_mcp.tools.calibrate import calibrate as run
     from kernel_mcp.results import UsageError
     try:
-        result = run(on_progress=None if as_json else _progress)
+        result = run(on_progress=None if as_json else _Progress())
     except UsageError as exc:
         _usage_error(exc)
     if as_json:

@@ -31,11 +31,18 @@ def print_check(result: CheckResult, console: Console) -> None:
                       f"reference alone at {memory.reference_peak_bytes / 2**30:.2f} GiB[/dim]")
 
 
+def duration(ms: float) -> str:
+    """A time in the unit that fits it: 12.3 us, 4.56 ms, 32.3 s."""
+    if ms < 1.0:
+        return f"{ms * 1e3:.3g} us"
+    return f"{ms:.3g} ms" if ms < 1000.0 else f"{ms / 1e3:.3g} s"
+
+
 def _us(t: Timing | None) -> str:
     if t is None:
         return "-"
     ci = f"+-{t.rel_ci_half_width * 100:.1f}%" if t.rel_ci_half_width is not None else "CI n/a"
-    return f"{t.median_ms * 1e3:.2f} us {ci} (n={t.samples})"
+    return f"{duration(t.median_ms)} {ci} (n={t.samples})"
 
 
 def _params(params: dict) -> str:
@@ -48,18 +55,19 @@ def print_profile(result: ProfileResult, console: Console) -> None:
         if result.speedup else "no speedup credited"
     console.print(f"[bold {colour}]{result.verdict}[/]  {result.problem} <- {result.candidate} on "
                   f"{result.device_name or result.device}: {speed} ({result.seconds:.1f} s)")
-    table = Table("shape", "candidate", "reference", "speedup (95% CI)", "kernel us (cand/ref)", "note")
+    # device busy time exists on GPUs only (CUPTI): no column for it on a CPU run
+    busy = any(t and t.kernel_ms for s in result.shapes for t in (s.candidate, s.reference))
+    table = Table("shape", "candidate", "reference", "speedup (95% CI)", *(["kernel (cand/ref)"] if busy else []), "note")
     for shape in result.shapes:
-        kernel = "/".join(f"{t.kernel_ms * 1e3:.2f}" if t and t.kernel_ms else "-"
-                          for t in (shape.candidate, shape.reference))
+        kernel = "/".join(duration(t.kernel_ms) if t and t.kernel_ms else "-" for t in (shape.candidate, shape.reference))
         speed = f"{shape.speedup:.3f} [{shape.speedup_ci[0]:.3f}, {shape.speedup_ci[1]:.3f}]" if shape.speedup else "-"
-        table.add_row(_params(shape.params), _us(shape.candidate),
-                      _us(shape.reference), speed, kernel, shape.note[:80])
+        table.add_row(_params(shape.params), _us(shape.candidate), _us(shape.reference), speed,
+                      *([kernel] if busy else []), shape.note[:80])
     if result.shapes:
         console.print(table)
     if result.shapes and result.shapes[0].candidate:
-        console.print(f"[dim]times: {result.shapes[0].candidate.clock}, median with 95% CI; kernel us: device "
-                      "busy time from CUPTI[/dim]")
+        console.print(f"[dim]times: {result.shapes[0].candidate.clock}, median with 95% CI"
+                      f"{'; kernel: device busy time from CUPTI' if busy else ''}[/dim]")
     _findings(result.findings, console)
 
 

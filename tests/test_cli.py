@@ -125,3 +125,23 @@ def test_version_and_flags_read_as_a_user_expects():
     assert version.returncode == 0 and version.stdout.startswith("kernel-mcp ")
     shown = run("check", "--help").stdout
     assert "--json " in shown and "<bool>" not in shown
+
+
+def test_a_problem_whose_reference_raises_exits_2_like_any_malformed_problem(tmp_path):
+    problem = tmp_path / "broken"
+    problem.mkdir()
+    (problem / "task.yml").write_text("tests: [{n: 8, seed: 1}]\n")
+    (problem / "reference.py").write_text("def generate_input(n, seed):\n    raise ValueError('no inputs today')\n"
+                                          "def ref_kernel(data):\n    return data\n")
+    (tmp_path / "c.py").write_text("def custom_kernel(data):\n    return data\n")
+    done = run("check", str(problem), str(tmp_path / "c.py"), "--device", "cpu")
+    assert done.returncode == 2 and "no inputs today" in done.stdout + done.stderr
+
+
+def test_a_hanging_candidate_fails_within_the_timeout_asked_for(tmp_path):
+    import time
+    (tmp_path / "hang.py").write_text("import time\ndef custom_kernel(data):\n    time.sleep(3600)\n")
+    began = time.monotonic()
+    done = run("check", "problems/vector_add", str(tmp_path / "hang.py"), "--device", "cpu", "--timeout", "3")
+    assert done.returncode == 1 and "no answer within 3 s" in done.stdout, done.stdout[-2000:]
+    assert time.monotonic() - began < 90

@@ -30,11 +30,12 @@ def judge_request(**fields) -> JudgeRequest:
 
 
 def check(problem: str | Path, candidate: str | Path, device: str = "auto", fresh_seeds: int | None = None,
-          on_progress: ProgressFn | None = None, runner: Runner | None = None) -> CheckResult:
+          on_progress: ProgressFn | None = None, runner: Runner | None = None,
+          call_timeout_s: float | None = None) -> CheckResult:
     """Run ``candidate`` on every test of ``problem`` (plus secret-seeded copies) in a sandboxed process and
     judge each output in a separate trusted process. Raises UsageError for bad paths or problem folders."""
     device = parse_device(device)
     prob = load_problem(problem)
     request = judge_request(mode="check", problem=str(prob.path), candidate=str(resolve_candidate(candidate)),
-                            fresh_seeds=fresh_seeds)
+                            fresh_seeds=fresh_seeds, call_timeout_s=call_timeout_s)
     return (runner or default_runner()).judge(request, device, on_progress)

@@ -24,7 +24,8 @@ def settings_from(**values: Any) -> ProfileSettings:
 
 def profile(problem: str | Path, candidate: str | Path, baseline: str | Path | None = None,
             device: str = "auto", settings: ProfileSettings | None = None, counters: bool = False,
-            on_progress: ProgressFn | None = None, runner: Runner | None = None) -> ProfileResult:
+            on_progress: ProgressFn | None = None, runner: Runner | None = None,
+            call_timeout_s: float | None = None) -> ProfileResult:
     """Check ``candidate``, then time it against the reference on every benchmark shape of ``problem``
     (its tests when it lists no benchmarks), optionally also against ``baseline`` (another candidate,
     e.g. the best so far). Raises UsageError for bad paths or settings."""
@@ -34,7 +35,7 @@ def profile(problem: str | Path, candidate: str | Path, baseline: str | Path | N
     path = resolve_candidate(candidate)
     request = judge_request(mode="profile", problem=str(prob.path), candidate=str(path),
                             baseline=str(resolve_candidate(baseline)) if baseline else None,
-                            settings=settings or ProfileSettings())
+                            settings=settings or ProfileSettings(), call_timeout_s=call_timeout_s)
     result = runner.judge(request, device, on_progress)
     assert isinstance(result, ProfileResult)
     if counters:

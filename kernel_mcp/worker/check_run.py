@@ -114,8 +114,9 @@ def _fit(judging: Judging, runtime: ReferenceRuntime, needs: footprint.Footprint
     need = needs.need(parked=runtime.tight_memory) if needs.reference_peak else None
     result.memory = MemoryUse(reference_peak_bytes=needs.reference_peak or None, check_need_bytes=need,
                               float64_in_host_memory=runtime.tight_memory)
-    declared = problem.spec.timeouts.call
-    runtime.call_timeout = needs.call_timeout(declared)
+    declared = judging.request.call_timeout_s or problem.spec.timeouts.call
+    # a timeout the caller gave holds as given; the task's is lengthened for a slow reference (footprint.py)
+    runtime.call_timeout = judging.request.call_timeout_s or needs.call_timeout(declared)
     cases = len(problem.tests) * (1 + (judging.request.fresh_seeds or problem.spec.fresh_seeds))
     seconds = needs.run_seconds(cases, declared)
     seconds = seconds if seconds > problem.spec.timeouts.total else None  # the declared budget holds otherwise

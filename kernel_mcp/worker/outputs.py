@@ -3,6 +3,7 @@ inputs left untouched and unaliased, its values against the float64 reference wi
 and the problem's own check_implementation and properties. Used by check and by every timed call."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -127,9 +128,11 @@ def _problem_decides(rt: ReferenceRuntime) -> bool:
 def mismatch_message(outside: list[Comparison]) -> str:
     worst = max(outside, key=lambda c: c.max_error_in_bounds)
     where = f" at {worst.leaf}" if worst.leaf else ""
-    return (f"{worst.mismatches} of {worst.elements} elements outside the bound{where} (max error "
-            f"{worst.max_error_in_bounds:.3g}x the bound; norm error {worst.norm_error:.3g}, allowed "
-            f"{worst.norm_bound:.3g})")
+    ratio = worst.max_error_in_bounds
+    worst_text = f"max error {ratio:.3g}x the bound" if math.isfinite(ratio) else "NaN or Inf where a number is due"
+    norm = f"norm error {worst.norm_error:.3g}" if math.isfinite(worst.norm_error) else "norm error not finite"
+    return (f"{worst.mismatches} of {worst.elements} elements outside the bound{where} ({worst_text}; {norm}, "
+            f"allowed {worst.norm_bound:.3g})")
 
 
 def extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any) -> tuple[str, str]:

@@ -95,6 +95,7 @@ class JudgeRequest(_Message):
     candidate: str = Field(min_length=1)  # absolute path of the candidate file
     baseline: str | None = None  # profile only: another candidate timed beside it
     fresh_seeds: int | None = Field(None, ge=1, le=16)  # None: the task's own
+    call_timeout_s: float | None = Field(None, gt=0, le=86400)  # one call of the candidate; None: the task's own
     settings: ProfileSettings = Field(default_factory=ProfileSettings)
     # a check of a problem never measured, admitted beside others with a first share of the device: the
     # judge may allocate no more than this until it has measured the reference (lease.first_need)
