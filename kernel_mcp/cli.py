@@ -279,7 +279,7 @@ def calibrate(as_json: bool = JSON_OPT) -> None:
     Console().print(table)
 
 
-from kernel_mcp import cli_optimize  # noqa: E402,F401  (registers optimize and report on the app)
+from kernel_mcp import cli_optimize, cli_snapshots  # noqa: E402,F401  (register their commands on the app)
 
 
 def main() -> None:

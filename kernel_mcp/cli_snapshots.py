@@ -1,0 +1,142 @@
+"""The snapshot commands on the ``kernel-mcp`` app, the CLI twins of the server's tools: ``evaluate`` (every
+instrument and a snapshot with its numbers), ``snapshot``, ``history``, ``diff``, ``restore`` and ``status``.
+Each takes the workspace with ``--root`` (default: the current folder; its git repository keeps the
+snapshots under refs/kernel_mcp/, never on a branch) and prints a table, or with ``--json`` the very result
+the MCP tool returns."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kernel_mcp.cli import (BUDGET_OPT, CANDIDATE_ARG, DEVICE_OPT, JSON_OPT, PROBLEM_ARG, _exit_code, _Progress,
+                            _usage_error, app, err)
+
+ROOT_OPT = typer.Option(Path("."), help="the workspace whose git repository keeps the snapshots")
+
+
+def _run(work: Callable[[], Any], as_json: bool, show: Callable[[Any, Console], None]) -> Any:
+    """Run a snapshot tool: a usage error exits 2; print its result as the tool returns it (--json) or shown."""
+    from pydantic import BaseModel, TypeAdapter
+
+    from kernel_mcp.results import UsageError
+    try:
+        result = work()
+    except UsageError as exc:
+        _usage_error(exc)
+    if as_json:
+        text = result.model_dump_json(indent=1) if isinstance(result, BaseModel) else \
+            TypeAdapter(type(result)).dump_json(result, indent=1).decode()
+        sys.stdout.write(text + "\n")
+    else:
+        show(result, Console())
+    return result
+
+
+def _speed(s: Any) -> str:
+    if not s.speedup:
+        return "-"
+    ci = f" [{s.speedup_ci[0]:.3g}, {s.speedup_ci[1]:.3g}]" if s.speedup_ci else ""
+    return f"{s.speedup:.3g}x{ci}"
+
+
+@app.command()
+def evaluate(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG, root: Path = ROOT_OPT,
+             device: str = DEVICE_OPT, budget: float = BUDGET_OPT,
+             shapes: str = typer.Option("auto", help="benchmarks | tests | auto: tests on a CPU, benchmarks on a GPU"),
+             note: str = typer.Option("", help="what this attempt tries, kept with its snapshot"),
+             author: str = typer.Option("you", help="who made it"),
+             detail: bool = typer.Option(False, help="--json: add the full result under `detail`"),
+             as_json: bool = JSON_OPT) -> None:
+    """Compile, check, time and place on the roofline in one call, then keep a snapshot with the numbers."""
+    from kernel_mcp.summaries import summarize_evaluate
+    from kernel_mcp.tools.evaluate import evaluate as run
+    from kernel_mcp.worker.resolve import guess_kind
+    if shapes == "auto":
+        shapes = "tests" if guess_kind(device) == "cpu" else "benchmarks"
+    progress = _Progress()
+    try:
+        summary = _run(lambda: summarize_evaluate(run(root, problem, candidate, device=device, budget_s=budget,
+                                                      author=author, note=note, shapes=shapes,
+                                                      on_progress=None if as_json else progress), detail),
+                       as_json, _show_evaluation)
+    finally:
+        progress.close()
+    raise typer.Exit(_exit_code(summary.passed and summary.trusted, summary.verdict))
+
+
+def _show_evaluation(s: Any, console: Console) -> None:
+    colour = "green" if s.passed and s.trusted else "red"
+    console.print(f"[bold {colour}]{s.verdict}[/]  speedup {_speed(s)} on {s.device or '-'}; snapshot {s.snapshot_id[:10]}")
+    for line in s.failures + [f"{f.severity} {f.code}: {f.message}" for f in s.findings] + ([s.message] if s.message else []):
+        console.print(line[:2000])
+
+
+@app.command()
+def snapshot(problem: str = typer.Argument(..., help="the problem's name (or folder)"), candidate: Path = CANDIDATE_ARG,
+             root: Path = ROOT_OPT, note: str = typer.Option("", help="what this attempt is"),
+             author: str = typer.Option("you", help="who made it"), as_json: bool = JSON_OPT) -> None:
+    """Keep the candidate as a snapshot without numbers (evaluate keeps one with them)."""
+    from kernel_mcp.tools.snapshot import snapshot as run
+    _run(lambda: run(root, problem, candidate, author=author, note=note), as_json,
+         lambda s, out: out.print(f"snapshot {s.id[:10]} of {s.candidate} ({s.problem})"))
+
+
+@app.command()
+def history(problem: Optional[str] = typer.Argument(None, help="only this problem's snapshots"), root: Path = ROOT_OPT,
+            passed_only: bool = typer.Option(False, help="only those that passed"),
+            limit: int = typer.Option(20, help="at most this many, best first"), as_json: bool = JSON_OPT) -> None:
+    """The leaderboard of snapshots, best first (passed and trusted, then speedup)."""
+    from kernel_mcp.tools.snapshot import history as run
+    _run(lambda: run(root, problem, passed_only, None, limit), as_json, _show_history)
+
+
+def _show_history(snaps: list, console: Console) -> None:
+    if not snaps:
+        console.print("no snapshots yet: `kernel-mcp evaluate PROBLEM CANDIDATE` makes one")
+        return
+    table = Table("id", "problem", "candidate", "verdict", "speedup (95% CI)", "% of roof", "author", "note")
+    for s in snaps:
+        roof = f"{s.roofline_percent:.0f}%" if s.roofline_percent is not None else "-"
+        table.add_row(s.id[:10], s.problem, s.candidate, s.verdict or "-", _speed(s), roof, s.author, s.note[:40])
+    console.print(table)
+
+
+@app.command()
+def diff(a: str = typer.Argument(..., help="a snapshot id (4 or more hex characters)"),
+         b: Optional[str] = typer.Argument(None, help="another (default: the best of a's problem)"),
+         root: Path = ROOT_OPT, as_json: bool = JSON_OPT) -> None:
+    """Unified diff from snapshot a to snapshot b."""
+    from kernel_mcp.tools.snapshot import diff as run
+    _run(lambda: run(root, a, b), as_json, lambda text, out: out.print(text or "(no difference)", markup=False,
+                                                                       highlight=False))
+
+
+@app.command()
+def restore(snapshot_id: str = typer.Argument(..., help="the snapshot to write back"), root: Path = ROOT_OPT,
+            force: bool = typer.Option(False, help="overwrite unsaved changes"), as_json: bool = JSON_OPT) -> None:
+    """Write a snapshot's files into the workspace (refuses to overwrite unsaved changes unless --force)."""
+    from kernel_mcp.tools.snapshot import restore as run
+    _run(lambda: run(root, snapshot_id, force), as_json,
+         lambda files, out: out.print("restored " + ", ".join(files)))
+
+
+@app.command()
+def status(problem: str = typer.Argument(..., help="the problem's name (or folder)"), root: Path = ROOT_OPT,
+           as_json: bool = JSON_OPT) -> None:
+    """Is the search stuck, and what next? The stall signals and the restart ladder's rung (0 keep going .. 4 stop)."""
+    from kernel_mcp.tools.snapshot import status as run
+    _run(lambda: run(root, problem), as_json, _show_status)
+
+
+def _show_status(s: Any, console: Console) -> None:
+    best = f"; best {s.best_id[:10]} at {s.best_speedup:.3g}x" if s.best_id and s.best_speedup else ""
+    console.print(f"{s.evaluations} evaluations ({s.valid} valid){best}: level {s.level}, {s.action}")
+    for signal in s.signals:
+        console.print(f"  {signal.code}: {signal.detail}")
+    if err.is_terminal and s.level:
+        err.print("[dim]levels: 1 nudge, 2 fresh session on the best, 3 restart from scratch, 4 stop[/dim]")
