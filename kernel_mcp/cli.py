@@ -1,7 +1,6 @@
 """The ``kernel-mcp`` command line (also ``python -m kernel_mcp``). Exit codes: 0 pass, 1 fail, 2 usage."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -110,28 +109,6 @@ def check(problem: Path = typer.Argument(..., help="problem folder (task.yml + r
                                         on_progress=progress, call_timeout_s=timeout), print_check, as_json)
     trace.mark("cli: result printed")
     raise typer.Exit(_exit_code(result.passed, result.verdict))
-
-
-@app.command()
-def demo(device: str = typer.Option("auto", help="auto | cpu | cuda"),
-         as_json: bool = typer.Option(False, "--json", help="print one JSON list")) -> None:
-    """Check every bundled problem's Triton baseline and print a table (no GPU or API key needed)."""
-    from kernel_mcp.assets import bundled_problems
-    from kernel_mcp.tools.check import check as run
-    results = []
-    for folder in bundled_problems():
-        err.print(f"checking {folder.name} ...")
-        results.append(run(folder, folder / "baseline.py", device=device))
-    if as_json:
-        sys.stdout.write(json.dumps([r.model_dump() for r in results], indent=1) + "\n")
-    else:
-        table = Table("problem", "verdict", "device", "cases", "worst err / bound", "seconds")
-        for r in results:
-            worst = max((c.max_error_in_bounds for case in r.cases for c in case.comparisons), default=0.0)
-            table.add_row(r.problem, f"[{'green' if r.passed else 'red'}]{r.verdict}[/]", r.device,
-                          f"{sum(c.passed for c in r.cases)}/{len(r.cases)}", f"{worst:.3g}", f"{r.seconds:.1f}")
-        Console().print(table)
-    raise typer.Exit(0 if all(r.passed for r in results) else 1)
 
 
 def _settings(target_ci: float, budget: float, shapes: str, device: str, quiet: bool):
@@ -279,7 +256,7 @@ def calibrate(as_json: bool = JSON_OPT) -> None:
     Console().print(table)
 
 
-from kernel_mcp import cli_optimize, cli_snapshots  # noqa: E402,F401  (register their commands on the app)
+from kernel_mcp import cli_demo, cli_optimize, cli_snapshots  # noqa: E402,F401  (register their commands)
 
 
 def main() -> None:

@@ -63,11 +63,13 @@ def test_human_output_and_demo_table():
     # vector_add: its kernel has no loop, which Triton 3.6's CPU interpreter cannot run (docs/gpu-verification.md)
     human = run("check", "problems/vector_add", "problems/vector_add/baseline.py", "--device", "cpu")
     assert human.returncode == 0 and "pass" in human.stdout and "secret seed" in human.stdout, human.stdout
-    demo = run("demo", "--json")  # every bundled baseline: the device it finds (the CPU in CI)
+    demo = run("demo", "--json")  # every bundled baseline and one wrong kernel each: the device it finds (CPU in CI)
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
-    rows = json.loads(demo.stdout)
-    assert {r["problem"] for r in rows} >= {p.name for p in PROBLEMS.iterdir() if (p / "task.yml").exists()}
-    assert all(r["passed"] for r in rows)
+    shown = json.loads(demo.stdout)
+    bundled = {p.name for p in PROBLEMS.iterdir() if (p / "task.yml").exists()}
+    assert {r["problem"] for r in shown["baselines"]} >= bundled and all(r["passed"] for r in shown["baselines"])
+    assert {r["problem"] for r in shown["caught"]} >= bundled and not any(r["passed"] for r in shown["caught"])
+    assert all(r["verdict"].startswith("fail") for r in shown["caught"])
 
 
 def test_calibrate_table_names_each_mix_and_the_roof(monkeypatch):
