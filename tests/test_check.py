@@ -364,3 +364,15 @@ def test_a_failing_candidate_is_shown_through_its_own_code_not_the_harness(tmp_p
     result = check(PROBLEMS / "vector_add", empty, device="cpu")
     message = next(f.message for f in result.findings if f.severity == "error")
     assert message == "importing the candidate failed: the candidate defines no custom_kernel(data) function", message
+
+
+def test_a_problem_check_that_raises_on_an_output_fails_the_candidate_not_the_judge(tmp_path):
+    """GPU MODE's checks are written for plausible outputs; one that raises on NaN fails that candidate."""
+    folder = make_problem(tmp_path, DECLARED_TOLERANCE.replace(
+        "        expected = ref_kernel(data)", "        assert not output.isnan().any(), 'NaN in the output'\n"
+        "        expected = ref_kernel(data)"))
+    nan = tmp_path / "nan.py"
+    nan.write_text("import torch\ndef custom_kernel(data):\n    return torch.full_like(data[0], float('nan'))\n")
+    result = check(folder, nan, device="cpu")
+    assert result.verdict == "fail: mismatch", result
+    assert "check_implementation raised on this output: AssertionError: NaN in the output" in result.cases[0].message

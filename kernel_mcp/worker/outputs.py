@@ -138,7 +138,11 @@ def mismatch_message(outside: list[Comparison]) -> str:
 def extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any) -> tuple[str, str]:
     """The problem's own check_implementation and declared properties, in addition to the comparison."""
     if rt.check_implementation is not None:
-        verdict = rt.check_implementation(tensors.clone(pristine), tensors.clone(output))
+        try:
+            verdict = rt.check_implementation(tensors.clone(pristine), tensors.clone(output))
+        except Exception as exc:  # noqa: BLE001  (on this output the problem's own check could not say yes)
+            return "check_implementation", (f"the problem's check_implementation raised on this output: "
+                                            f"{type(exc).__name__}: {str(exc)[:300]}")
         ok, message = _normalise_check(verdict)
         if not ok:
             return "check_implementation", f"the problem's check_implementation rejected it: {message}"
