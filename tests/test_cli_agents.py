@@ -126,7 +126,8 @@ def _assert_one_episode(run: Path, script: ToolScript, out: subprocess.Completed
     turns = [r for r in records if r["kind"] == "turn"]
     assert len(turns) == 1, turns
     episodes = list((run / "episodes").glob("island-0-*.jsonl"))
-    assert episodes and not list((run / "episodes").glob("*.mcp.json"))  # the token's file is gone
+    assert any(e.name.endswith(".stream.jsonl") for e in episodes), episodes  # the CLI's raw stream is kept
+    assert not list((run / "episodes").glob("*.mcp.json"))  # the token's file is gone
     assert json.loads(out.stdout)["evaluations"] == 2
     return turns[0]
 
@@ -147,8 +148,8 @@ def test_claude_code_runs_an_episode_through_the_runs_endpoint(tmp_path):
     assert turn["usage"]["input"] == USAGE["input_tokens"] * len(served), (turn, len(served))
     assert turn["usage"]["output"] == USAGE["output_tokens"] * len(served)
     assert turn["reported_cost_usd"] is not None and turn["usage"]["basis"] == "exact"
-    stream = next((run / "episodes").glob("island-0-*.jsonl")).read_text().splitlines()
-    init = next(e for e in map(json.loads, stream[1:]) if e.get("type") == "system" and e.get("subtype") == "init")
+    stream = next((run / "episodes").glob("island-0-*.stream.jsonl")).read_text().splitlines()  # the CLI's raw events
+    init = next(e for e in map(json.loads, stream) if e.get("type") == "system" and e.get("subtype") == "init")
     assert init["tools"] and all(t.startswith("mcp__kernel-mcp__") for t in init["tools"]), init["tools"]  # no Bash, Edit, Web
     assert "mcp__kernel-mcp__propose" in init["tools"] and "mcp__kernel-mcp__evaluate" not in init["tools"]
 
