@@ -43,9 +43,9 @@ def main() -> int:
     from kernel_mcp.agent.command import problem_hash
     from kernel_mcp.agent.loop import Optimizer
     from kernel_mcp.agent.run_folder import RunConfig, RunFolder
-    from kernel_mcp.worker.resolve import guess_kind
+    from kernel_mcp.worker.resolve import default_shapes
     from kernel_mcp.worker.runner import LocalRunner
-    shapes = args.shapes or ("tests" if guess_kind(args.device) == "cpu" else "benchmarks")
+    shapes = args.shapes or default_shapes(args.device)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     config = RunConfig(problem=str(args.problem.resolve()), problem_hash=problem_hash(args.problem), agent="noop")
     runner, rows, began = LocalRunner(warm=True), [], time.monotonic()

@@ -57,6 +57,7 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+            self.bar = None
 
 
 def _usage_error(exc: Exception) -> None:
@@ -70,18 +71,21 @@ def _exit_code(ok: bool, verdict: str) -> int:
 
 
 def _emit(call: Callable[[Any], Any], printer: Callable[[Any, Console], None], as_json: bool) -> Any:
-    """Run an instrument (progress to stderr unless --json), print its result, return it."""
+    """Run an instrument or tool (progress to stderr unless --json), print its result (--json: exactly as the
+    tool returns it, a model, a list or a string), return it. A usage error exits 2."""
+    from pydantic import TypeAdapter
+
     from kernel_mcp.results import UsageError
     progress = _Progress()
     try:
-        result = call(None if as_json else progress)
+        try:
+            result = call(None if as_json else progress)
+        finally:
+            progress.close()  # before anything else is printed: the bar redraws over it
     except UsageError as exc:
-        progress.close()
         _usage_error(exc)
-    finally:
-        progress.close()
     if as_json:
-        sys.stdout.write(result.model_dump_json(indent=1) + "\n")
+        sys.stdout.write(TypeAdapter(type(result)).dump_json(result, indent=1).decode() + "\n")
     else:
         printer(result, Console())
     return result
@@ -114,8 +118,8 @@ def check(problem: Path = typer.Argument(..., help="problem folder (task.yml + r
 def _settings(target_ci: float, budget: float, shapes: str, device: str, quiet: bool):
     from kernel_mcp.tools.profile import settings_from
     if shapes == "auto":  # a CPU times the benchmark shapes in minutes, or not at all within the budget
-        from kernel_mcp.worker.resolve import guess_kind
-        shapes = "tests" if guess_kind(device) == "cpu" else "benchmarks"
+        from kernel_mcp.worker.resolve import default_shapes
+        shapes = default_shapes(device)
         if shapes == "tests" and not quiet:
             err.print("[dim]timing the problem's test shapes: this is a CPU, where the benchmark shapes would take "
                       "minutes (--shapes benchmarks to time them anyway)[/dim]")

@@ -5,36 +5,16 @@ snapshots under refs/kernel_mcp/, never on a branch) and prints a table, or with
 the MCP tool returns."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernel_mcp.cli import (BUDGET_OPT, CANDIDATE_ARG, DEVICE_OPT, JSON_OPT, PROBLEM_ARG, _exit_code, _Progress,
-                            _usage_error, app, err)
+from kernel_mcp.cli import BUDGET_OPT, CANDIDATE_ARG, DEVICE_OPT, JSON_OPT, PROBLEM_ARG, _emit, _exit_code, app, err
 
 ROOT_OPT = typer.Option(Path("."), help="the workspace whose git repository keeps the snapshots")
-
-
-def _run(work: Callable[[], Any], as_json: bool, show: Callable[[Any, Console], None]) -> Any:
-    """Run a snapshot tool: a usage error exits 2; print its result as the tool returns it (--json) or shown."""
-    from pydantic import BaseModel, TypeAdapter
-
-    from kernel_mcp.results import UsageError
-    try:
-        result = work()
-    except UsageError as exc:
-        _usage_error(exc)
-    if as_json:
-        text = result.model_dump_json(indent=1) if isinstance(result, BaseModel) else \
-            TypeAdapter(type(result)).dump_json(result, indent=1).decode()
-        sys.stdout.write(text + "\n")
-    else:
-        show(result, Console())
-    return result
 
 
 def _speed(s: Any) -> str:
@@ -55,17 +35,12 @@ def evaluate(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG, root:
     """Compile, check, time and place on the roofline in one call, then keep a snapshot with the numbers."""
     from kernel_mcp.summaries import summarize_evaluate
     from kernel_mcp.tools.evaluate import evaluate as run
-    from kernel_mcp.worker.resolve import guess_kind
-    if shapes == "auto":
-        shapes = "tests" if guess_kind(device) == "cpu" else "benchmarks"
-    progress = _Progress()
-    try:
-        summary = _run(lambda: summarize_evaluate(run(root, problem, candidate, device=device, budget_s=budget,
-                                                      author=author, note=note, shapes=shapes,
-                                                      on_progress=None if as_json else progress), detail),
-                       as_json, _show_evaluation)
-    finally:
-        progress.close()
+    from kernel_mcp.worker.resolve import default_shapes
+    shapes = default_shapes(device) if shapes == "auto" else shapes
+    summary = _emit(lambda progress: summarize_evaluate(run(root, problem, candidate, device=device, budget_s=budget,
+                                                            author=author, note=note, shapes=shapes,
+                                                            on_progress=progress), detail),
+                    _show_evaluation, as_json)
     raise typer.Exit(_exit_code(summary.passed and summary.trusted, summary.verdict))
 
 
@@ -82,8 +57,8 @@ def snapshot(problem: str = typer.Argument(..., help="the problem's name (or fol
              author: str = typer.Option("you", help="who made it"), as_json: bool = JSON_OPT) -> None:
     """Keep the candidate as a snapshot without numbers (evaluate keeps one with them)."""
     from kernel_mcp.tools.snapshot import snapshot as run
-    _run(lambda: run(root, problem, candidate, author=author, note=note), as_json,
-         lambda s, out: out.print(f"snapshot {s.id[:10]} of {s.candidate} ({s.problem})"))
+    _emit(lambda _: run(root, problem, candidate, author=author, note=note),
+          lambda s, out: out.print(f"snapshot {s.id[:10]} of {s.candidate} ({s.problem})"), as_json)
 
 
 @app.command()
@@ -92,7 +67,7 @@ def history(problem: Optional[str] = typer.Argument(None, help="only this proble
             limit: int = typer.Option(20, help="at most this many, best first"), as_json: bool = JSON_OPT) -> None:
     """The leaderboard of snapshots, best first (passed and trusted, then speedup)."""
     from kernel_mcp.tools.snapshot import history as run
-    _run(lambda: run(root, problem, passed_only, None, limit), as_json, _show_history)
+    _emit(lambda _: run(root, problem, passed_only, None, limit), _show_history, as_json)
 
 
 def _show_history(snaps: list, console: Console) -> None:
@@ -112,8 +87,8 @@ def diff(a: str = typer.Argument(..., help="a snapshot id (4 or more hex charact
          root: Path = ROOT_OPT, as_json: bool = JSON_OPT) -> None:
     """Unified diff from snapshot a to snapshot b."""
     from kernel_mcp.tools.snapshot import diff as run
-    _run(lambda: run(root, a, b), as_json, lambda text, out: out.print(text or "(no difference)", markup=False,
-                                                                       highlight=False))
+    _emit(lambda _: run(root, a, b), lambda text, out: out.print(text or "(no difference)", markup=False,
+                                                                 highlight=False), as_json)
 
 
 @app.command()
@@ -121,8 +96,8 @@ def restore(snapshot_id: str = typer.Argument(..., help="the snapshot to write b
             force: bool = typer.Option(False, help="overwrite unsaved changes"), as_json: bool = JSON_OPT) -> None:
     """Write a snapshot's files into the workspace (refuses to overwrite unsaved changes unless --force)."""
     from kernel_mcp.tools.snapshot import restore as run
-    _run(lambda: run(root, snapshot_id, force), as_json,
-         lambda files, out: out.print("restored " + ", ".join(files)))
+    _emit(lambda _: run(root, snapshot_id, force), lambda files, out: out.print("restored " + ", ".join(files)),
+          as_json)
 
 
 @app.command()
@@ -130,7 +105,7 @@ def status(problem: str = typer.Argument(..., help="the problem's name (or folde
            as_json: bool = JSON_OPT) -> None:
     """Is the search stuck, and what next? The stall signals and the restart ladder's rung (0 keep going .. 4 stop)."""
     from kernel_mcp.tools.snapshot import status as run
-    _run(lambda: run(root, problem), as_json, _show_status)
+    _emit(lambda _: run(root, problem), _show_status, as_json)
 
 
 def _show_status(s: Any, console: Console) -> None:

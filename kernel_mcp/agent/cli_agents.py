@@ -142,14 +142,8 @@ def lost_turns(episodes: Path, island: str, agent: CliAgent) -> list[tuple[Path,
         entries = [json.loads(line) for line in episode.read_text().splitlines() if line.strip()] if episode.exists() else []
         if any("turn" in entry for entry in entries):
             continue
-        events = []
-        for line in stream.read_text().splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # a line cut short by the kill
-            if isinstance(event, dict):
-                events.append(event)
+        from kernel_mcp.worker.agent_process import event_of
+        events = [e for e in map(event_of, stream.read_text().splitlines()) if e is not None]
         found.append((episode, agent.turn_of(events)))
     return found
 

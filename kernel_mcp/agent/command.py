@@ -130,8 +130,8 @@ def _same_device_kind(config: RunConfig, device: str) -> None:
 def resolved_shapes(config: RunConfig, device: str) -> str:
     if getattr(config, "shapes", None):
         return config.shapes
-    from kernel_mcp.worker.resolve import guess_kind
-    return "tests" if guess_kind(device) == "cpu" else "benchmarks"
+    from kernel_mcp.worker.resolve import default_shapes
+    return default_shapes(device)
 
 
 def optimize(request: OptimizeRequest, say: Callable[[str], None] | None = None,

@@ -150,9 +150,9 @@ class CliConversation(Conversation):
         return CliAgent(self.opt.agent)
 
     def _episode(self, agent, opening: str) -> tuple[str, bool]:
+        from kernel_mcp.agent.cli_agents import prepare_workspace
         from kernel_mcp.agent.run_endpoint import RunEndpoint
         self.ending, self.proposing, self.proposed = "", 0, False
-        from kernel_mcp.agent.cli_agents import prepare_workspace
         workspace, problem = prepare_workspace(self.opt, self.island)
         prompt = opening + "\n\n" + load_prompt("cli").format(kernel="kernel.py", problem=problem)
         with RunEndpoint(workspace, self.opt.runner, self._on_propose) as endpoint:

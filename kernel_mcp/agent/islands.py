@@ -25,7 +25,7 @@ def best_parent(opt: Optimizer) -> tuple[str, str]:
     """(island, candidate hash) of the incumbent with the highest confirmed lower bound."""
     gains = _confirmed(opt)
     ranked = sorted(opt.state.incumbents.items(),
-                    key=lambda item: (gains.get(item[1], (0.0, 0.0))[1], gains.get(item[1], (0.0, 0.0))[0], -int(item[0])))
+                    key=lambda item: (*reversed(gains.get(item[1], (0.0, 0.0))), -int(item[0])))
     island, key = ranked[-1]
     return island, key
 

@@ -42,12 +42,18 @@ def _read(process: subprocess.Popen, stream: Path, events: list[dict], last: lis
             last[0] = time.monotonic()
             keep.write(line if line.endswith("\n") else line + "\n")
             keep.flush()
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
+            event = event_of(line)
+            if event is not None:
                 events.append(event)
+
+
+def event_of(line: str) -> dict | None:
+    """One NDJSON line as an event; None for anything else (a log line, a line cut short by a kill)."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
 
 
 def _watch(process: subprocess.Popen, ended: Callable[[], bool], busy: Callable[[], bool], last: list[float],

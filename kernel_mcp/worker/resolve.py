@@ -38,6 +38,12 @@ def guess_kind(requested: str) -> str:
     return "cuda" if built_for_gpu else "cpu"
 
 
+def default_shapes(requested: str) -> str:
+    """The shapes a timing run uses unless told: the problem's small test shapes on a CPU (its benchmark
+    shapes take minutes there), the benchmark shapes on a GPU."""
+    return "tests" if guess_kind(requested) == "cpu" else "benchmarks"
+
+
 def resolve(requested: str) -> tuple[Device | None, str]:
     """(the device, "") or (None, why not). Imports torch."""
     import torch
