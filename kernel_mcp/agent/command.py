@@ -42,11 +42,11 @@ def check_agent(agent: str) -> None:
     kind, _, rest = agent.partition(":")
     if agent == "tune":
         return
-    from kernel_mcp.agent.cli_agents import binary_of, is_cli_agent
+    from kernel_mcp.agent.cli_agents import BINARIES, binary_of, is_cli_agent
     if is_cli_agent(agent):
         if not binary_of(agent):
             raise UsageError(f"agent {agent} needs its CLI on PATH ({INSTALL_CLI[kind]}), or its path in "
-                             f"{'KERNEL_MCP_CLAUDE' if kind == 'claude-code' else 'KERNEL_MCP_CODEX'}")
+                             f"{BINARIES[kind][1]}")
         return
     if kind not in ("anthropic", "openai", "openai-compatible") or not rest or (kind == "openai-compatible"
                                                                                  and "#" not in rest):
