@@ -57,12 +57,14 @@ def clone(tree: Any) -> Any:
     return tree_map(lambda t: t.detach().clone(), tree)
 
 
-def upcast(tree: Any) -> Any:
-    """Floating leaves to float64 (complex to complex128), values unchanged: the exact same inputs."""
+def upcast(tree: Any, device: str | torch.device | None = None) -> Any:
+    """Floating leaves to float64 (complex to complex128), values unchanged: the exact same inputs, on
+    ``device`` (default: where each leaf is; inputs parked in host memory come back to the device so)."""
     def up(t: torch.Tensor) -> torch.Tensor:
+        where = t.device if device is None else device
         if t.is_complex():
-            return t.detach().to(torch.complex128)
-        return t.detach().to(torch.float64) if t.is_floating_point() else t.detach().clone()
+            return t.detach().to(where, torch.complex128)
+        return t.detach().to(where, torch.float64) if t.is_floating_point() else t.detach().to(where, copy=True)
     return tree_map(up, tree)
 
 

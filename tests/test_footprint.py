@@ -1,5 +1,7 @@
 """The memory a check needs, known before a candidate runs: measured on the reference, refused up front
 when it cannot fit (GPU halves in test_gpu.py)."""
+import pytest
+
 from kernel_mcp.problem import load_problem
 from kernel_mcp.worker import footprint
 from kernel_mcp.worker.reference_runtime import ReferenceRuntime
@@ -22,7 +24,7 @@ def test_a_check_needs_the_larger_of_the_candidates_call_and_the_float64_run():
     GiB = 1 << 30
     needs = footprint.Footprint(reference_peak=10 * GiB, inputs=4 * GiB, outputs=int(1.5 * GiB), float64_outputs=3 * GiB)
     assert needs.call_need == (10 + 4 + 3) * GiB
-    assert needs.need(parked=True) == int((4 + 20 + 1.5) * GiB)  # the float64 run is the larger moment here
+    assert needs.need(parked=True) == int((20 + 1.5) * GiB)  # the float64 run (inputs parked) is the larger moment
     assert needs.need(parked=False) == int((25.5 + 3) * GiB)  # within 3x the reference's own peak
     assert not needs.tight(300 * GiB) and needs.tight(200 * GiB)  # kept while within 1/8 of the device
     assert footprint.refusal(needs, 20 * GiB) == ""
@@ -103,3 +105,29 @@ def test_the_shared_inputs_are_freed_as_soon_as_the_judge_drops_them():
         assert all(ref() is None for ref in alive)
     finally:
         gc.enable()
+
+
+def test_a_degenerate_probes_constant_is_the_outputs_mean_taken_a_piece_at_a_time():
+    import torch
+
+    from kernel_mcp.tolerance import CHUNK
+    from kernel_mcp.worker.check_run import _mean
+    t = torch.rand(CHUNK + 12345, dtype=torch.float32) + 1e4  # more than one piece; a float32 sum would drift
+    assert _mean(t) == pytest.approx(t.double().mean().item(), rel=1e-12)
+    assert _mean(torch.ones(0)) == 0.0
+
+
+def test_parking_inputs_leaves_host_or_shared_inputs_where_they_are():
+    """Off a GPU (and for views sharing a storage) the inputs stay put and the float64 copies are made
+    where each input is; on the H200 test_gpu.py shows them parked and returned bit for bit."""
+    import torch
+
+    from kernel_mcp import tensors
+    from kernel_mcp.worker.host_memory import inputs_parked
+    x = torch.randn(8, 4)
+    tree = (x, x[1:], torch.arange(3))
+    with inputs_parked(tree, tight=True) as parked:
+        assert not parked and tree[0] is x and tree[0].data_ptr() == x.data_ptr()
+    up = tensors.upcast(tree, None)
+    assert up[0].dtype == torch.float64 and up[2].dtype == torch.int64 and up[2].data_ptr() != tree[2].data_ptr()
+    assert torch.equal(up[0], x.double()) and tensors.upcast(tree, "cpu")[1].device.type == "cpu"

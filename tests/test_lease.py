@@ -23,18 +23,23 @@ FAKE_GPU = Device(kind="cuda", index=0, vendor="nvidia", name="test GPU", uuid="
                   total_memory_bytes=10 * GIB)  # the lease is files: no GPU is needed to test it
 
 HOLDER = textwrap.dedent('''
-    import json, sys, time
+    import json, os, sys, time
     from kernel_mcp.worker import lease
     from kernel_mcp.worker.protocol import Device
     device = Device.model_validate_json(sys.argv[1])
     exclusive, need, hold_s, log = sys.argv[2] == "x", int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
     waited = []
-    resize = int(sys.argv[7]) if len(sys.argv) > 7 else 0
-    with lease.hold(device, exclusive, need, on_wait=waited.append) as reservation:
+    resize, until = int(sys.argv[7]), sys.argv[8]
+    def wait_said(message):
+        waited.append(message)
+        open(f"{log}.{sys.argv[6]}.waiting", "w").close()  # a test may wait for this
+    with lease.hold(device, exclusive, need, on_wait=wait_said) as reservation:
         start = time.time()
         if resize:  # as a judge does once it has measured its problem
             time.sleep(1.0)
             reservation.resize(resize)
+        while until and not os.path.exists(until) and time.time() - start < 60:
+            time.sleep(0.02)  # held until the test says (process starts are slow on a loaded machine)
         time.sleep(hold_s)
         end = time.time()
     with open(log, "a") as f:
@@ -49,10 +54,20 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 
 def holder(name: str, log: Path, exclusive: bool, hold_s: float, need: int = 0,
-           device: Device = FAKE_GPU, resize: int = 0) -> subprocess.Popen:
+           device: Device = FAKE_GPU, resize: int = 0, until: Path | None = None) -> subprocess.Popen:
+    """A process holding the lease for ``hold_s`` once admitted (after ``until`` exists, if given)."""
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     return subprocess.Popen([sys.executable, "-c", HOLDER, device.model_dump_json(), "x" if exclusive else "s",
-                             str(need), str(hold_s), str(log), name, str(resize)], env=env)
+                             str(need), str(hold_s), str(log), name, str(resize), str(until or "")], env=env)
+
+
+def wait_for_holders(count: int, timeout_s: float = 60) -> None:
+    """Until ``count`` reservations are in the fake device's ledger."""
+    ledger = lease.lease_dir() / f"{FAKE_GPU.lease_key}.ledger"
+    deadline = time.monotonic() + timeout_s
+    while (ledger.read_text() if ledger.exists() else "").count("bytes") < count:
+        assert time.monotonic() < deadline, f"fewer than {count} holders admitted in {timeout_s} s"
+        time.sleep(0.02)
 
 
 def spans(log: Path) -> dict[str, dict]:
@@ -120,14 +135,14 @@ def test_a_run_alone_is_admitted_whatever_it_needs(cache, tmp_path):
 def test_a_reservation_resized_to_the_measured_need_lets_the_next_run_in(cache, tmp_path):
     """A run reserving the whole device (nothing measured yet); once its judge has measured the reference
     it resizes the reservation to what the check needs, and the next run is admitted beside it."""
-    log = tmp_path / "log"
-    first = holder("first", log, exclusive=False, hold_s=2.0, need=lease.memory_need(FAKE_GPU, "never seen"),
-                   resize=GIB)
-    ledger = lease.lease_dir() / f"{FAKE_GPU.lease_key}.ledger"
-    deadline = time.monotonic() + 30
-    while "bytes" not in (ledger.read_text() if ledger.exists() else "") and time.monotonic() < deadline:
-        time.sleep(0.02)  # the first run holds its reservation
-    run_all(first, holder("second", log, exclusive=False, hold_s=0.1, need=6 * GIB))
+    log, release = tmp_path / "log", tmp_path / "release"
+    first = holder("first", log, exclusive=False, hold_s=0.1, need=lease.memory_need(FAKE_GPU, "never seen"),
+                   resize=GIB, until=release)
+    wait_for_holders(1)  # the first run holds its reservation
+    second = holder("second", log, exclusive=False, hold_s=0.1, need=6 * GIB)
+    wait_for_holders(2)  # admitted beside the first, once it resized
+    release.touch()
+    run_all(first, second)
     rows = spans(log)
     assert rows["second"]["waited"] and rows["second"]["start"] >= rows["first"]["start"] + 1.0
     assert overlap(rows["first"], rows["second"]), "the resized reservation still kept the device"
@@ -162,13 +177,16 @@ def test_memory_need_comes_from_measured_peaks(cache):
 def test_first_runs_go_side_by_side_until_their_shares_fill_the_device(cache, tmp_path):
     """Never-measured problems' checks are admitted with a first share each: three side by side on one
     device, a fourth waits for one of them."""
-    log, first = tmp_path / "log", lease.first_need(FAKE_GPU)
-    early = [holder(f"first {i}", log, exclusive=False, hold_s=1.5, need=first) for i in range(3)]
-    ledger = lease.lease_dir() / f"{FAKE_GPU.lease_key}.ledger"
-    deadline = time.monotonic() + 30
-    while (ledger.read_text() if ledger.exists() else "").count("bytes") < 3 and time.monotonic() < deadline:
+    log, first, release = tmp_path / "log", lease.first_need(FAKE_GPU), tmp_path / "release"
+    early = [holder(f"first {i}", log, exclusive=False, hold_s=0.5, need=first, until=release) for i in range(3)]
+    wait_for_holders(3)
+    fourth = holder("fourth", log, exclusive=False, hold_s=0.1, need=first)
+    deadline = time.monotonic() + 60
+    while not Path(f"{log}.fourth.waiting").exists():  # the fourth asks while the three hold
+        assert time.monotonic() < deadline and fourth.poll() is None, "the fourth was never kept waiting"
         time.sleep(0.02)
-    run_all(*early, holder("fourth", log, exclusive=False, hold_s=0.1, need=first))
+    release.touch()
+    run_all(*early, fourth)
     rows = spans(log)
     assert all(overlap(rows["first 0"], rows[f"first {i}"]) for i in (1, 2)), rows
     assert rows["fourth"]["waited"] and rows["fourth"]["start"] >= min(rows[f"first {i}"]["end"] for i in range(3))

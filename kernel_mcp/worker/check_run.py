@@ -11,9 +11,11 @@ import torch
 from kernel_mcp import tensors
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CaseResult, CheckResult, Finding, MemoryUse
+from kernel_mcp.tolerance import CHUNK
 from kernel_mcp.worker import footprint, lease, numerics, trace
 from kernel_mcp.worker.outputs import judge_values, output_integrity, resolve_input_refs
-from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime, release_device_memory
+from kernel_mcp.worker.host_memory import release_device_memory
+from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime
 from kernel_mcp.worker.session import CandidateSession
 
 if TYPE_CHECKING:
@@ -237,8 +239,7 @@ def _trivial(kind: str, want: torch.Tensor, first_input: torch.Tensor | None) ->
     if kind == "a constant":
         if want.numel() <= 1:  # the mean of one value is the answer itself: no test of anything (a loss)
             return None
-        mean = want.mean(dtype=torch.float64).item() if want.is_floating_point() else 1
-        return torch.full_like(want, mean)
+        return torch.full_like(want, _mean(want) if want.is_floating_point() else 1)
     if kind == "torch.empty":
         fresh = torch.empty_like(want)
         # memory recycled from the judge's own reference computation says nothing about the problem
@@ -246,6 +247,14 @@ def _trivial(kind: str, want: torch.Tensor, first_input: torch.Tensor | None) ->
     if first_input is not None and first_input.shape == want.shape:
         return first_input.to(want.dtype)
     return None
+
+
+def _mean(t: torch.Tensor) -> float:
+    """The mean in float64, a piece at a time: ``t.mean(dtype=torch.float64)`` makes a float64 copy of the
+    whole tensor first (8 GiB beside a 4 GiB output: the probe was a check's peak, H200, 2026-12-02)."""
+    flat = t.detach().reshape(-1)
+    total = sum(piece.sum(dtype=torch.float64).item() for piece in flat.split(CHUNK))
+    return total / max(flat.numel(), 1)
 
 
 def _probe_degenerate(rt: ReferenceRuntime, reference: Reference, pristine: Any, params: dict,
@@ -261,6 +270,7 @@ def _probe_degenerate(rt: ReferenceRuntime, reference: Reference, pristine: Any,
             continue
         if not judge_values(fake, reference, rt, params, pristine)[0]:
             passing.append(kind)
+        del fake, made  # before the next one is made: two outputs' worth at once is a large problem's peak
     if passing:
         result.problem_degenerate = True
         result.findings.append(Finding(code="degenerate_problem", severity="warning", message=(

@@ -9,11 +9,12 @@ peaks at the larger of two moments:
   reference's task-dtype output, the candidate runs (about P, its inputs being the shared copy), then the
   judge copies its output: P + I + 2*O;
 * the float64 reference: the pristine inputs and a float64 run (about 2*P), beside the output the
-  candidate keeps until the judge's next call: I + 2*P + O.
+  candidate keeps until the judge's next call: I + 2*P + O (2*P + O with the inputs parked, below).
 
 A check that would need more than KEEP_SHARE of the device with everything kept there, or (a reference
 peaking at RATIO_FROM or more) more than MEMORY_RATIO times the reference's own peak, is *tight*: its
-float64 expected outputs wait in pinned host memory (as I + O <= P, either moment then stays within 3P), and both sides give back their cached blocks between
+float64 expected outputs, and its pristine inputs while the float64 run has the device, wait in pinned
+host memory (as I + O <= P, either moment then stays within 3P), and both sides give back their cached blocks between
 the two moments (``release_device_memory``; the candidate host after each call). The comparison runs in
 pieces either way (``tolerance.CHUNK``). A float64 run that does not fit falls back to the task-dtype reference with doubled
 bounds, so a problem is refused up front only when the candidate's call itself cannot fit.
@@ -64,7 +65,7 @@ class Footprint:
         return self.reference_peak + self.inputs + 2 * self.outputs
 
     def need(self, parked: bool) -> int:
-        float64_run = self.inputs + 2 * self.reference_peak + self.outputs
+        float64_run = (0 if parked else self.inputs) + 2 * self.reference_peak + self.outputs
         return max(self.call_need, float64_run) + (0 if parked else self.float64_outputs)
 
     def tight(self, total_bytes: int | None) -> bool:

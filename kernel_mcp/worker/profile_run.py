@@ -28,7 +28,8 @@ from kernel_mcp.worker import proctree, timing
 from kernel_mcp.worker.check_run import check_on, open_session, prepare
 from kernel_mcp.worker.outputs import judge_values, output_integrity
 from kernel_mcp.worker.profile_verdict import decide, time_all_shapes
-from kernel_mcp.worker.reference_runtime import ReferenceRuntime, release_device_memory
+from kernel_mcp.worker.host_memory import release_device_memory
+from kernel_mcp.worker.reference_runtime import ReferenceRuntime
 from kernel_mcp.worker.protocol import Device
 from kernel_mcp.worker.session import CandidateSession
 

@@ -7,7 +7,6 @@ the candidate's ``ModelNew`` gets the same seed and the Model's state_dict, so w
 from __future__ import annotations
 
 import copy
-import gc
 import importlib.util
 import inspect
 import os
@@ -23,6 +22,7 @@ from kernel_mcp.problem import Problem
 from kernel_mcp.results import Finding
 from kernel_mcp.tolerance import Expected, inferred_reduction_length
 from kernel_mcp.worker import trace
+from kernel_mcp.worker.host_memory import inputs_parked, park
 
 
 @dataclass
@@ -53,34 +53,6 @@ def _private_pool(device: str) -> Any:
             or os.environ.get("KERNEL_MCP_SHARE_POOL", "1") == "0":
         return None
     return torch.cuda.MemPool()
-
-
-def _park(t: torch.Tensor) -> torch.Tensor:
-    """An expected output moved to pinned host memory: the comparison brings it back piece by piece (a
-    6 GB fp32 output has a 13 GB float64 reference, which the device need not hold while the candidate
-    runs). Pinned: copies run at the bus's speed, and torch's host allocator keeps the blocks for the next case."""
-    if t.device.type == "cpu":
-        return t
-    try:
-        parked = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
-    except RuntimeError:  # no pinned memory to be had: pageable memory is slower, not wrong
-        return t.detach().cpu()
-    parked.copy_(t)
-    return parked
-
-
-def release_device_memory(device: str, thorough: bool) -> None:
-    """Give back what the judge holds but no longer uses: inputs shared with a candidate stay allocated
-    after the candidate dropped them until collected (torch's CUDA IPC 'limbo'). ``thorough`` (a check
-    tight on the device, footprint.py): also tensors a reference cycle keeps, and the blocks torch's caching
-    allocator keeps, which the candidate's process cannot use. Not otherwise: a collection pass costs about
-    0.1 s, and the cache spares cudaMalloc calls (the reference's own, while timing, among them)."""
-    if device.startswith("cuda"):
-        if thorough:
-            gc.collect()
-        torch.cuda.ipc_collect()
-        if thorough:
-            torch.cuda.empty_cache()
 
 
 class ReferenceRuntime:
@@ -222,14 +194,18 @@ class ReferenceRuntime:
     def expected(self, pristine: Any, params: dict[str, Any]) -> Reference:
         """ref_kernel in float64 on the same input values, on |inputs| when the tolerance needs the magnitude
         of the summed terms, and in the task dtype (the structure, and the 'honest' error). The float64 runs
-        come first, and what they return waits in host memory when the problem is large (``tight_memory``),
-        so the device holds the pristine inputs and one float64 run, then the task-dtype output."""
+        come first, and when the problem is large (``tight_memory``) the pristine inputs wait in host memory
+        while they run and what they return waits there after, so the device holds one float64 run, then
+        the pristine inputs and the task-dtype output."""
         findings: list[Finding] = []
-        ref64 = tensors.floats_as_tensors(self._float64(pristine, findings))
-        trace.mark("float64 reference made")
-        magnitude = None
-        if ref64 is not None and self.problem.spec.tolerance.magnitude == "abs_inputs":
-            magnitude = tensors.floats_as_tensors(self._float64(tensors.absolute(pristine), findings, quiet=True))
+        with inputs_parked(pristine, self.tight_memory) as parked:
+            home = self.device if parked else None  # None: each input's float64 copy where the input is
+            ref64 = tensors.floats_as_tensors(self._float64(pristine, home, findings))
+            trace.mark("float64 reference made")
+            magnitude = None
+            if ref64 is not None and self.problem.spec.tolerance.magnitude == "abs_inputs":
+                magnitude = tensors.floats_as_tensors(
+                    self._float64(tensors.absolute(pristine), home, findings, quiet=True))
         honest = tensors.floats_as_tensors(self.ref_kernel(tensors.clone(pristine)))
         honest_leaves = tensors.leaves(honest)
         exact = ref64 is not None
@@ -242,11 +218,11 @@ class ReferenceRuntime:
         elements = [sum(t.numel() for _, t in tensors.leaves(tree) if t.is_floating_point()) for tree in (pristine, honest)]
         return Reference(structure=honest, leaves=out, findings=findings, inferred_k=inferred_reduction_length(*elements))
 
-    def _float64(self, data: Any, findings: list[Finding], quiet: bool = False) -> Any | None:
+    def _float64(self, data: Any, home: str | None, findings: list[Finding], quiet: bool = False) -> Any | None:
         try:
-            out = self.ref_kernel(tensors.upcast(data), float64=True)
+            out = self.ref_kernel(tensors.upcast(data, home), float64=True)
             if self.tight_memory:
-                out = tensors.tree_map(_park, out)
+                out = tensors.tree_map(park, out)
         except Exception as exc:  # noqa: BLE001  (any failure means: no float64 reference for this problem)
             why = str(exc).split("\n")[0][:300]
             if isinstance(exc, torch.OutOfMemoryError):
