@@ -90,6 +90,19 @@ def print_roofline(result: RooflineResult, console: Console) -> None:
     print_profile(result.profile, console)
 
 
+def _known(value: object) -> str:
+    """A figure the build may not report (a build that failed, a target without it): '-', never 'None'."""
+    return "-" if value is None else str(value)
+
+
+def _registers(build) -> str:
+    """NVIDIA's one register count, or AMD's VGPR/AGPR/SGPR; '-' where the build reports none."""
+    if build.registers is not None:
+        return str(build.registers)
+    amd = (build.vgprs, build.agprs, build.sgprs)
+    return "-" if all(x is None for x in amd) else "/".join(_known(x) for x in amd)
+
+
 def print_compile(result: CompileResult, console: Console) -> None:
     colour = "green" if result.ok else "red"
     console.print(f"[bold {colour}]{'ok' if result.ok else 'failed'}[/]  {result.candidate} ({result.language}) for "
@@ -97,12 +110,11 @@ def print_compile(result: CompileResult, console: Console) -> None:
     table = Table("kernel", "target", "ok", "regs (VGPR/AGPR/SGPR)", "spill B", "shared B", "warps x stages",
                   "occupancy", "instructions")
     for b in result.builds:
-        regs = str(b.registers) if b.registers is not None else "/".join(str(x) for x in (b.vgprs, b.agprs, b.sgprs))
         occ = f"{b.occupancy.percent:.0f}% ({b.occupancy.limited_by})" if b.occupancy else "-"
         top = ", ".join(f"{k} {v}" for k, v in sorted(b.instructions.items(), key=lambda kv: -kv[1])[:5])
         config = " ".join(f"{k}={v}" for k, v in b.constants.items())
-        table.add_row(f"{b.kernel} {config}".strip(), b.target, "[green]yes[/]" if b.ok else "[red]no[/]", regs, str(b.spill_bytes),
-                      str(b.shared_bytes), f"{b.num_warps} x {b.num_stages}" if b.num_warps else "-", occ, top)
+        table.add_row(f"{b.kernel} {config}".strip(), b.target, "[green]yes[/]" if b.ok else "[red]no[/]", _registers(b),
+                      _known(b.spill_bytes), _known(b.shared_bytes), f"{b.num_warps} x {b.num_stages}" if b.num_warps else "-", occ, top)
     if result.builds:
         console.print(table)
     for b in result.builds:

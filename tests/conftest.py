@@ -15,7 +15,8 @@ CUDA_FIXTURE = FIXTURES / "cuda" / "add_inline.py"  # vector_add in CUDA C++ thr
 # where daemon and leak fixtures report (tests/cheats/_cheat_util.py): shared memory, the one place a candidate
 # may write outside its scratch where its file systems are sealed; one folder per user (another user's files
 # there cannot be removed). Candidates learn it from their environment (KERNEL_MCP_* variables reach them).
-CHEATS_STATE = Path("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp") / f"kernel_mcp_cheats-{os.getuid()}"
+CHEATS_STATE = Path("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp") / \
+    f"kernel_mcp_cheats-{os.getuid()}{os.environ.get('PYTEST_XDIST_WORKER', '')}"  # one per parallel worker
 os.environ["KERNEL_MCP_TEST_STATE_DIR"] = str(CHEATS_STATE)
 
 
@@ -54,12 +55,42 @@ def broken_cuda_candidate(folder: Path) -> tuple[Path, int]:
     return broken, next(i for i, text in enumerate(source.splitlines(), 1) if "missing_value" in text)
 
 
+# The test command runs tests in parallel (pytest-xdist, pyproject's addopts). Tests marked `alone` time
+# code on the CPU or measure how long something waits: no other test runs beside them. Every test passes a
+# turnstile (``gate``) into a shared ``room``; an `alone` test keeps the gate while it takes the room for
+# itself, so the others cannot keep it waiting by coming in one after another.
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    worker = getattr(item.config, "workerinput", None)
+    if worker is None:  # not in parallel: nothing to keep apart
+        yield
+        return
+    import fcntl
+    import tempfile
+    locks = Path(tempfile.gettempdir()) / f"kernel_mcp-tests-{worker['testrunuid']}"
+    locks.mkdir(exist_ok=True)
+    alone = item.get_closest_marker("alone") is not None
+    with open(locks / "gate", "a") as gate, open(locks / "room", "a") as room:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield  # setup (module fixtures included), call and teardown
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+
+
 def _has_gpu() -> bool:
     import torch
     return torch.cuda.is_available()
 
 
 def pytest_collection_modifyitems(config, items):
+    # tests marked `long` first: parallel workers then end together instead of one finishing a long test
+    # alone (the same order in every worker, as pytest-xdist requires)
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
     if _has_gpu():
         return
     skip = pytest.mark.skip(reason="needs a CUDA or ROCm device (run on the GPU machine)")

@@ -59,6 +59,7 @@ def test_a_device_the_judge_refuses_is_still_a_usage_error(tmp_path):
     assert bad.returncode == 2 and "unknown device" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.long
 def test_human_output_and_demo_table():
     # vector_add: its kernel has no loop, which Triton 3.6's CPU interpreter cannot run (docs/gpu-verification.md)
     human = run("check", "problems/vector_add", "problems/vector_add/baseline.py", "--device", "cpu")

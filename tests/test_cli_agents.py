@@ -132,6 +132,7 @@ def _assert_one_episode(run: Path, script: ToolScript, out: subprocess.Completed
     return turns[0]
 
 
+@pytest.mark.long
 @pytest.mark.timeout(900)
 def test_claude_code_runs_an_episode_through_the_runs_endpoint(tmp_path):
     claude = node_cli_or_skip("@anthropic-ai/claude-code", "claude")
@@ -154,6 +155,7 @@ def test_claude_code_runs_an_episode_through_the_runs_endpoint(tmp_path):
     assert "mcp__kernel-mcp__propose" in init["tools"] and "mcp__kernel-mcp__evaluate" not in init["tools"]
 
 
+@pytest.mark.long
 @pytest.mark.timeout(900)
 def test_codex_runs_an_episode_through_the_runs_endpoint(tmp_path):
     codex = node_cli_or_skip("@openai/codex", "codex")

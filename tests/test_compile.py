@@ -127,6 +127,7 @@ def test_cli_json(tmp_path):
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) is not installed")
 
 
+@pytest.mark.long
 @needs_nvcc
 def test_load_inline_cuda_compiles_for_nvidia_and_amd_in_one_call():
     """NVIDIA targets with nvcc; the AMD one with hipcc (tests/test_compile_hip.py), or a finding saying how

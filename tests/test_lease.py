@@ -192,6 +192,7 @@ def test_first_runs_go_side_by_side_until_their_shares_fill_the_device(cache, tm
     assert rows["fourth"]["waited"] and rows["fourth"]["start"] >= min(rows[f"first {i}"]["end"] for i in range(3))
 
 
+@pytest.mark.long
 def test_two_cli_runs_on_one_device_queue(cache, tmp_path):
     """While a `kernel-mcp profile` times on the CPU, a second profile and a check started beside it wait
     for it instead of running beside it, and say so; all of them pass."""

@@ -30,6 +30,7 @@ MOVES = [
 ]
 
 
+@pytest.mark.long
 @pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 def test_a_scripted_model_improves_is_refused_and_runs_dry(tmp_path, monkeypatch):
     problem = tmp_path / "vector_add"
@@ -63,6 +64,7 @@ def test_a_scripted_model_improves_is_refused_and_runs_dry(tmp_path, monkeypatch
     assert lessons == ["worked", "failed"]
 
 
+@pytest.mark.long
 @pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 def test_a_resumed_run_finishes_what_was_in_flight_and_keeps_its_spend(tmp_path, monkeypatch):
     """The state a kill -9 leaves mid-evaluation: the baseline evaluated and promoted, $0.50 spent, a

@@ -11,6 +11,8 @@ from kernel_mcp.tools.profile import profile, settings_from
 
 from conftest import PROBLEMS, REPO
 
+pytestmark = pytest.mark.alone  # these time kernels on the CPU: nothing else runs beside them
+
 CHEATS = REPO / "tests" / "timing_cheats"
 QUICK = {"shapes": "tests", "budget_s": 6.0, "min_samples": 6, "warmup": 1}
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"

@@ -1,9 +1,9 @@
 """What a person at a terminal reads: times in the unit that fits, no GPU-only columns on a CPU run, and no
-"infx" where the output holds NaN or Inf."""
+"infx" where the output holds NaN or Inf, no "None" where a build reports no figure."""
 from rich.console import Console
 
-from kernel_mcp.render import duration, print_profile
-from kernel_mcp.results import CheckResult, Comparison, ProfileResult, ShapeProfile, Timing
+from kernel_mcp.render import duration, print_compile, print_profile
+from kernel_mcp.results import CheckResult, Comparison, CompileResult, KernelBuild, ProfileResult, ShapeProfile, Timing
 from kernel_mcp.worker.outputs import mismatch_message
 
 
@@ -30,3 +30,13 @@ def test_a_non_finite_output_is_said_in_words():
                      elements=3, first_mismatches=[], note="")
     text = mismatch_message([bad])
     assert "infx" not in text and "NaN or Inf" in text and "norm error not finite" in text
+
+
+def test_a_build_without_figures_shows_dashes_not_none():
+    failed = KernelBuild(kernel="add_kernel", target="sm_90a", ok=False, error="boom", file="c.py", line=3)
+    amd = KernelBuild(kernel="add_kernel", target="gfx942", ok=True, vgprs=24, sgprs=18, spill_bytes=0, shared_bytes=0)
+    result = CompileResult(ok=False, candidate="c.py", language="triton", targets=["sm_90a", "gfx942"], builds=[failed, amd])
+    console = Console(record=True, width=200)
+    print_compile(result, console)
+    text = console.export_text()
+    assert "None" not in text and "24/-/18" in text, text

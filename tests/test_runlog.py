@@ -102,6 +102,7 @@ def _loop(run, n, work):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+@pytest.mark.long
 def test_twenty_kill_9s_at_random_instants_lose_nothing_and_evaluate_nothing_twice(tmp_path):
     """The scripted loop (tests/fakes/journal_loop.py) killed 20 times at random instants, resumed after
     each: the finished run evaluated exactly the baseline and every candidate, an evaluation ran twice
