@@ -257,20 +257,21 @@ def _mean(t: torch.Tensor) -> float:
     return total / max(flat.numel(), 1)
 
 
+def _trivial_passes(kind: str, rt: ReferenceRuntime, reference: Reference, pristine: Any, params: dict) -> bool:
+    """Does the trivial answer ``kind`` pass? Its own function, so each answer is freed before the next is
+    made (two outputs' worth at once was a large problem's peak)."""
+    inputs = tensors.leaves(pristine)
+    fake = tensors.tree_map(lambda t: _trivial(kind, t, inputs[0][1] if inputs else None), reference.structure)
+    made = tensors.leaves(fake)  # a leaf the trivial answer has no form for is None, so not a leaf
+    if not made or len(made) != len(reference.leaves):
+        return False
+    return not judge_values(fake, reference, rt, params, pristine)[0]
+
+
 def _probe_degenerate(rt: ReferenceRuntime, reference: Reference, pristine: Any, params: dict,
                       result: CheckResult) -> None:
     """DESIGN rule 5: a problem whose tests a trivial output passes cannot tell good kernels from bad."""
-    inputs = tensors.leaves(pristine)
-    first = inputs[0][1] if inputs else None
-    passing = []
-    for kind in TRIVIAL_OUTPUTS:
-        fake = tensors.tree_map(lambda t: _trivial(kind, t, first), reference.structure)
-        made = tensors.leaves(fake)  # a leaf the trivial answer has no form for is None, so not a leaf
-        if not made or len(made) != len(reference.leaves):
-            continue
-        if not judge_values(fake, reference, rt, params, pristine)[0]:
-            passing.append(kind)
-        del fake, made  # before the next one is made: two outputs' worth at once is a large problem's peak
+    passing = [kind for kind in TRIVIAL_OUTPUTS if _trivial_passes(kind, rt, reference, pristine, params)]
     if passing:
         result.problem_degenerate = True
         result.findings.append(Finding(code="degenerate_problem", severity="warning", message=(
