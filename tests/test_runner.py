@@ -111,12 +111,34 @@ def test_warm_runner_serves_the_next_check_from_a_judge_booted_ahead(warm_runner
     first = check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu", runner=warm_runner)
     assert first.passed, first.verdict
     spare = warm_runner.warm_processes()["judge cpu"]
-    spare_process = warm_runner._judges["cpu"]
+    spare_process = warm_runner._judges["cpu"][0]
     spare_process.wait_ready(120)  # booted before anyone asked
     second = check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu", runner=warm_runner)
     assert second.passed, second.verdict
     assert spare_process.proc.poll() is not None, "the warm judge was not the one used (or outlived its run)"
     assert warm_runner.warm_processes()["judge cpu"] != spare, "no new warm judge after the run"
+
+
+def test_a_runner_with_spares_keeps_that_many_judges_booted_and_uses_the_oldest_first(private_cache):
+    """The tuner calls every few seconds while a judge boots in ~9 s on the H200: the orchestrator keeps
+    several spares, topped up in a batch once half are used (their warm-ups overlap). Each judge still
+    serves one call only."""
+    runner = LocalRunner(warm=True, spares=2)
+    try:
+        assert check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu", runner=runner).passed
+        waiting = list(runner._judges["cpu"])
+        assert len(waiting) == 2 and len({p.proc.pid for p in waiting}) == 2, runner.warm_processes()
+        assert set(runner.warm_processes()) >= {"judge cpu", "judge cpu 2"}
+        assert check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu", runner=runner).passed
+        assert waiting[0].proc.poll() is not None, "the oldest spare was not the one used (or outlived its run)"
+        assert runner._judges["cpu"] == [waiting[1]] and waiting[1].alive, "the younger spare should wait next"
+        assert check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu", runner=runner).passed
+        refilled = runner._judges["cpu"]
+        assert len(refilled) == 2 and waiting[1] not in refilled, "the spares were not topped up as a batch"
+    finally:
+        runner.close()
+    with pytest.raises(ValueError):
+        LocalRunner(warm=True, spares=0)
 
 
 PLANTER = '''

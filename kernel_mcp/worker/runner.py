@@ -3,9 +3,10 @@
 A runner owns the file guard, the per-device lease, process launch and the result channels. Tools take
 one (``runner=``) and never touch processes; the CLI and the MCP server each build one. ``LocalRunner``
 runs everything on this machine; with ``warm=True`` (a long-lived server) it keeps a judge, with its
-candidate host, booted ahead of need per device asked for, and a step host per kind, so an agent's next
-call finds interpreter, torch and device context ready. Each is used once: a candidate always gets a
-process that has run no other candidate's code, and the judge never imports candidate code.
+candidate host, booted ahead of need per device asked for (``spares`` of them, topped up in batches
+once half are used), and a step host per kind, so an agent's next call finds interpreter, torch and
+device context ready. Each is used once: a candidate always gets a process that has run no other
+candidate's code, and the judge never imports candidate code.
 A pool of GPUs or a Ray cluster plugs in as another runner with the same methods.
 """
 from __future__ import annotations
@@ -38,10 +39,12 @@ BOOT_TIMEOUT_S = 300  # a judge's boot: interpreter, torch, device context, CUPT
 class LocalRunner:
     """Judges, step hosts and the toolchain's heavy users on this machine (``warm``: keep spares booted)."""
 
-    def __init__(self, warm: bool = False):
-        self.warm = warm
+    def __init__(self, warm: bool = False, spares: int = 1):
+        if spares < 1:
+            raise ValueError("a warm runner keeps at least one spare judge")
+        self.warm, self.spares = warm, spares
         self._lock = threading.Lock()
-        self._judges: dict[str, JudgeProcess] = {}  # device asked for -> a booted judge waiting
+        self._judges: dict[str, list[JudgeProcess]] = {}  # device asked for -> booted judges waiting, oldest first
         self._steps: dict[bool, StepProcess] = {}  # interpret? -> a booted step host waiting
         self._in_flight = 0
         self._closed = False
@@ -115,7 +118,8 @@ class LocalRunner:
 
     def _take_judge(self, device: str, profiling: bool, say: ProgressFn) -> JudgeProcess:
         with self._lock:
-            spare = self._judges.pop(device, None) or claim_prestarted(device, profiling)
+            waiting = self._judges.get(device) or []
+            spare = waiting.pop(0) if waiting else claim_prestarted(device, profiling)
         if spare is not None:
             if spare.alive and spare.unchanged(BOOT_TIMEOUT_S, say):
                 return spare
@@ -220,8 +224,10 @@ class LocalRunner:
             if self._closed or self._in_flight:  # a run began meanwhile: refill when it ends
                 return
             for device in list(self._devices) or ["auto"]:
-                if device not in self._judges:
-                    self._judges[device] = JudgeProcess(device, warm_profiler=True)
+                waiting = self._judges.setdefault(device, [])
+                # in batches: warm-ups (5-7 s on the H200) hold the device's lease; together they pause once
+                if len(waiting) < max(1, self.spares // 2):
+                    waiting.extend(JudgeProcess(device, warm_profiler=True) for _ in range(self.spares - len(waiting)))
             # builds and captures never interpret; recording does where there is no GPU
             for interpret in {False, guess_kind("auto") == "cpu"}:
                 if interpret not in self._steps:
@@ -234,14 +240,15 @@ class LocalRunner:
     def warm_processes(self) -> dict[str, int]:
         """The pid of each process kept warm, by what it serves ("judge auto", "step record-interpreted")."""
         with self._lock:
-            found = {f"judge {device}": p.proc.pid for device, p in self._judges.items()}
+            found = {f"judge {device}" + (f" {i + 1}" if i else ""): p.proc.pid
+                     for device, waiting in self._judges.items() for i, p in enumerate(waiting)}
             found.update({f"step {'record-interpreted' if i else 'build'}": p.proc.pid for i, p in self._steps.items()})
         return found
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            spares = list(self._judges.values()) + list(self._steps.values())
+            spares = [p for waiting in self._judges.values() for p in waiting] + list(self._steps.values())
             self._judges, self._steps = {}, {}
         for process in spares:
             process.close()
@@ -272,19 +279,14 @@ class Runner(Protocol):
 
     def judge(self, request: JudgeRequest, device: str = "auto",
               on_progress: ProgressFn | None = None) -> CheckResult | ProfileResult: ...
-
     def step(self, request, problem: Problem, timeout_s: float, device: Device | None = None) -> StepReply: ...
-
     def counters(self, result: ProfileResult, problem: Problem, candidate: Path, device: Device | None,
                  shape: int = 0) -> None: ...
-
     def exclusive(self, device: Device, on_progress: ProgressFn | None = None) -> AbstractContextManager: ...
-
     def local_gpu(self) -> Device | None: ...
-
     def resolved(self, device: str) -> Device | None: ...
-
     def close(self) -> None: ...
+
 
 _default: LocalRunner | None = None
 
