@@ -154,3 +154,15 @@ def test_a_tuned_configuration_of_a_bundled_baseline_still_passes_check(tmp_path
     candidate.write_text(apply(source, params, config))
     result = check(PROBLEMS / problem, candidate, device="auto", fresh_seeds=1)
     assert result.passed, result.verdict
+
+
+def test_a_spread_sample_covers_every_value_of_every_parameter():
+    from kernel_mcp.agent.tune.search import spread_sample
+    params = _params()
+    for seed in range(20):
+        sample = spread_sample(params, 16, seed)
+        assert len(sample) == 16
+        for param in params:
+            counts = [sum(c[param.name] == v for c in sample) for v in param.values]
+            assert min(counts) >= 3 and max(counts) <= 4, (param.name, counts)  # 16 over 5 values
+    assert spread_sample(params, 16, 1) == spread_sample(params, 16, 1)  # a resumed tune draws the same

@@ -31,3 +31,27 @@ def test_tune_finds_the_known_best_block_and_confirms_it(tmp_path):
     assert result.failed == 0 and f"BLOCK = {best}" in (tmp_path / "work" / result.best_file.split("/")[-1]).read_text()
     assert any("BLOCK 1024 -> 2048" in line for line in said)
 
+
+
+def test_once_the_budget_is_spent_the_search_stops_but_its_winner_is_still_confirmed(tmp_path, monkeypatch):
+    """A search cut off by the run's budget must not throw away what it found: its confirmation (one
+    comparison) runs anyway; ordinary comparisons do not."""
+    from kernel_mcp.agent.tune import driver
+    from kernel_mcp.stats import Ratio
+    timed = []
+
+    def fake_compare(problem, a, b, device, settings, runner, call_timeout_s):  # what the real profile answers
+        timed.append((a.name, b.name, call_timeout_s))
+        return Ratio(1.5, 1.3, 1.7)
+    monkeypatch.setattr(driver, "compare_files", fake_compare)
+    tuner = Tuner(PROBLEMS / "vector_add", PROBLEMS / "vector_add" / "baseline.py", tmp_path, device="cpu",
+                  stop=lambda: True)
+    start = {p.name: p.current for p in tuner.params}
+    other = {**start, "BLOCK": start["BLOCK"] * 2}
+    assert tuner.compare(start, other) is None and not timed
+    assert tuner.compare(start, other, what="confirm") == Ratio(1.5, 1.3, 1.7) and len(timed) == 1
+    assert timed[0][2] is None  # under the interpreter a call keeps the task's own limit
+    on_gpu = Tuner(PROBLEMS / "vector_add", PROBLEMS / "vector_add" / "baseline.py", tmp_path, device="cpu",
+                   interpreted=False)
+    on_gpu.compare(start, other)
+    assert timed[-1][2] == driver.GPU_CALL_TIMEOUT_S  # a configuration that slow to build fails as hanging

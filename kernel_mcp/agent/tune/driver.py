@@ -39,6 +39,12 @@ class TuneResult(BaseModel):
     failed: int = 0  # configurations that failed their check or their timing
 
 
+# One call of a configuration on a GPU (its first includes building it) may take this long before the
+# configuration fails as hanging. Builds of the bundled kernels' configurations take 0.5-3 s on the H200;
+# one pathological matmul configuration took 32 s to fail there (BENCHMARKS.md, issue 14): a configuration
+# that slow to build is not worth the tune's time. Under the CPU interpreter the task's own limit applies.
+GPU_CALL_TIMEOUT_S = 15.0
+
 # Launch options Triton's interpreter (TRITON_INTERPRET=1, kernels on a CPU) ignores: searching them there
 # would time noise only.
 GPU_ONLY = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -64,6 +70,7 @@ class Tuner:
             interpreted = guess_kind(device) == "cpu"
         self.params: list[Param] = [p for p in find_params(self.source) if (not only or p.name in only)
                                     and not (interpreted and p.name.rsplit(".", 1)[-1] in GPU_ONLY)]
+        self.call_timeout_s = None if interpreted else GPU_CALL_TIMEOUT_S
         self.settings = settings or ProfileSettings(budget_s=10.0)
         self.say = on_progress or (lambda _: None)
         self.failed = 0
@@ -84,11 +91,13 @@ class Tuner:
             digest.update(b"\0" + file.read_bytes())
         return f"tune-{what}-{digest.hexdigest()[:24]}"
 
-    def _remembered(self, key: str, measure: Callable[[], dict[str, Any]], none: dict[str, Any]) -> dict[str, Any]:
-        """A measurement from the memo, or made now (and kept); ``none`` (a failure, not kept) once stopped."""
+    def _remembered(self, key: str, measure: Callable[[], dict[str, Any]], none: dict[str, Any],
+                    even_if_stopped: bool = False) -> dict[str, Any]:
+        """A measurement from the memo, or made now (and kept); ``none`` (a failure, not kept) once stopped,
+        unless ``even_if_stopped``."""
         found = self.memo.cached(key) if self.memo else None
         if found is None:
-            if self.stop():
+            if self.stop() and not even_if_stopped:
                 return none
             found = measure()
             if self.memo:
@@ -97,14 +106,17 @@ class Tuner:
 
     def compare(self, a: Config, b: Config, what: str = "compare") -> Ratio | None:
         """b's speedup over a; ``what`` keeps a confirmation apart from the search's own comparison of the
-        same pair in the memo (a confirmation must be a fresh run)."""
+        same pair in the memo (a confirmation must be a fresh run). A confirmation runs even once the run's
+        budget is spent: without it a search cut off by the budget would throw away every gain it found
+        (the overrun is one comparison)."""
         self.say(f"tune: {_changed(a, b)}")
         files = [self.file_of(a), self.file_of(b)]
 
         def run() -> dict[str, Any]:
-            ratio = compare_files(self.problem, *files, self.device, self.settings, self.runner)
+            ratio = compare_files(self.problem, *files, self.device, self.settings, self.runner, self.call_timeout_s)
             return {"ratio": [ratio.value, ratio.lo, ratio.hi] if ratio else None}
-        found = self._remembered(self._memo_key(what, files, self.settings), run, {"ratio": None})["ratio"]
+        found = self._remembered(self._memo_key(what, files, self.settings), run, {"ratio": None},
+                                 even_if_stopped=what == "confirm")["ratio"]
         self.failed += found is None
         return Ratio(*found) if found else None
 
@@ -121,7 +133,8 @@ class Tuner:
 
     def _time_alone(self, file: Path, settings: ProfileSettings) -> float | None:
         from kernel_mcp.tools.profile import profile
-        result = profile(self.problem, file, device=self.device, settings=settings, runner=self.runner)
+        result = profile(self.problem, file, device=self.device, settings=settings, runner=self.runner,
+                         call_timeout_s=self.call_timeout_s)
         medians = [s.candidate.median_ms for s in result.shapes if s.candidate and s.credited]
         return geometric_mean(medians) if result.passed and result.trusted and medians else None
 
