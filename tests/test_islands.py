@@ -125,3 +125,47 @@ def test_candidates_evaluated_but_not_judged_before_a_kill_are_judged_on_resume(
         assert sorted(opt.state.judged) == sorted([candidate_hash(NARROW.encode()), candidate_hash(WIDE.encode()), key])
         opt.finish_what_was_in_flight()  # nothing left to do: nothing recorded twice
         assert timed == [key] and len(opt.state.judged) == 3
+
+
+def _journal(*events):
+    """Records from (kind, island, hash, ratio) tuples; promotions chain from the previous one's kernel."""
+    from kernel_mcp.agent.runlog import Record
+    records, previous = [], None
+    for seq, (kind, island, key, ratio) in enumerate(events):
+        fields = {"island": island}
+        if kind == "promotion":
+            how = "baseline" if ratio is None else "proposal"
+            fields.update(candidate_hash=key, how=how, speedup=ratio, previous=previous)
+            previous = key
+        records.append(Record(seq=seq, at=float(seq), kind=kind, **fields))
+    return records
+
+
+@pytest.mark.parametrize("name, events, island, expected", [
+    ("no restart yet", [("promotion", "0", "b", None), ("promotion", "0", "k1", [1.5, 1.4, 1.6])], "0", 0),
+    ("the running epoch is not counted", [("promotion", "0", "b", None), ("epoch_started", "0", "", None)], "0", 0),
+    ("one epoch ended without a gain", [("promotion", "0", "b", None), ("promotion", "0", "k1", [1.5, 1.4, 1.6]),
+                                        ("epoch_started", "0", "", None), ("epoch_started", "0", "", None)], "0", 1),
+    ("two in a row stop the run", [("promotion", "0", "b", None), ("epoch_started", "0", "", None),
+                                   ("epoch_started", "0", "", None), ("epoch_started", "0", "", None)], "0", 2),
+    ("a gain in between resets the count", [("promotion", "0", "b", None), ("epoch_started", "0", "", None),
+                                            ("epoch_started", "0", "", None), ("promotion", "0", "k2", [1.3, 1.2, 1.4]),
+                                            ("epoch_started", "0", "", None)], "0", 0),
+    ("another island's epochs are its own", [("promotion", "0", "b", None), ("epoch_started", "1", "", None),
+                                             ("epoch_started", "1", "", None), ("epoch_started", "1", "", None)], "0", 0),
+])
+def test_epochs_without_gain_count_the_latest_hard_restarts_that_beat_nothing(name, events, island, expected):
+    from kernel_mcp.agent.summary import epochs_without_gain
+    assert epochs_without_gain(_journal(*events), island) == expected, name
+
+
+def test_two_fruitless_epochs_make_the_ladder_stop_the_island(tmp_path):
+    from kernel_mcp.stall import StallPolicy, ladder
+    folder, opt = _run_with(tmp_path)
+    with folder:
+        conversation = Conversation(opt, "1")
+        for _ in range(3):  # three hard restarts: two epochs ended, neither beat the best (NARROW, 1.4 low)
+            conversation._restart(3, "no gain")
+        assert opt.facts("1").epochs_without_gain == 2 and opt.facts("0").epochs_without_gain == 0
+        assert ladder(set(), None, StallPolicy(), opt.facts("1")) == 4  # L4: stop
+        assert ladder(set(), None, StallPolicy(), opt.facts("0")) == 0

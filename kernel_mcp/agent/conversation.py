@@ -121,7 +121,7 @@ class Conversation:
         if self.opt.state.incumbents.get(self.island) != self.incumbent:
             self.incumbent, self.rung, self.since_rung = self.opt.state.incumbents.get(self.island), 0, 0
         self.since_rung += 1
-        facts = self.opt.facts().model_copy(update={"last_level": self.rung})
+        facts = self.opt.facts(self.island).model_copy(update={"last_level": self.rung})
         ladder = status(self.opt.workspace(self.island), self.opt.problem.name, facts=facts)
         if ladder.level >= 4:
             return f"stop: {ladder.suggestion}"

@@ -216,8 +216,11 @@ class Optimizer:
         """Active seconds over every process that drove the run, up to now."""
         return self.state.active_s + (max(0.0, time.time() - self.state.last_at) if self.state.last_at else 0.0)
 
-    def facts(self) -> RunFacts:
-        return RunFacts(spend_usd=self.state.spend_usd, budget_usd=self.budget.usd, until_sol=self.until_sol)
+    def facts(self, island: str = "0") -> RunFacts:
+        """What only the run knows, for the ladder of ``island`` (kernel_mcp/stall.py)."""
+        from kernel_mcp.agent.summary import epochs_without_gain
+        return RunFacts(spend_usd=self.state.spend_usd, budget_usd=self.budget.usd, until_sol=self.until_sol,
+                        epochs_without_gain=epochs_without_gain(self.folder.log.records, island))
 
     def brief(self) -> str:
         lessons = [Lesson.model_validate(r.model_extra) for r in self.folder.log.of_kind("lesson")]

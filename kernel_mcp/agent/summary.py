@@ -73,6 +73,26 @@ def confirmed_gains(records: list[Record]) -> dict[str, tuple[float, float]]:
     return gains
 
 
+def epochs_without_gain(records: list[Record], island: str) -> int:
+    """How many of ``island``'s latest hard restarts, in a row, ended without beating the run's best: an
+    epoch runs from one ``epoch_started`` of the island to its next; it gained if a kernel the island
+    promoted in it has a confirmed lower bound above the best any island had confirmed before. Two such
+    epochs stop the run (ORCHESTRATOR.md, L4). The epoch still running is not counted."""
+    gains = confirmed_gains(records)
+    best, in_epoch, gained, count = 0.0, False, False, 0
+    for r in records:
+        fields = r.model_extra or {}
+        if r.kind == "promotion" and fields.get("how") in ("proposal", "tune"):
+            low = gains.get(fields["candidate_hash"], (0.0, 0.0))[1]
+            gained |= in_epoch and str(fields.get("island")) == island and low > best
+            best = max(best, low)
+        elif r.kind == "epoch_started" and str(fields.get("island")) == island:
+            if in_epoch:  # the island's previous epoch ends here
+                count = 0 if gained else count + 1
+            in_epoch, gained = True, False
+    return count
+
+
 def best_kernel(run: Path, records: list[Record], state: RunState) -> tuple[Kernel | None, tuple[float, float] | None]:
     """Of every kernel the run ever promoted, the one with the highest confirmed lower bound; its gain."""
     gains = confirmed_gains(records)
