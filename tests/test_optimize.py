@@ -118,3 +118,41 @@ def test_a_starting_kernel_that_fails_ends_the_run_at_once_with_the_reason(tmp_p
     assert done.returncode == 1 and summary["finished"].startswith("stop: the starting kernel did not pass: fail")
     assert summary["best"] is None and summary["evaluations"] == 1
     assert "## Outcome" in (tmp_path / "run" / "report" / "report.md").read_text()
+
+
+def test_a_kill_between_the_tune_and_its_promotion_promotes_the_winner_on_resume_and_never_tunes_it_again(
+        tmp_path, monkeypatch):
+    """The journal a kill -9 leaves between the ``tuned`` record and the winner's promotion (a window of one
+    fsync): resumed, the winner is promoted once and the search is not run again from it (it ended there).
+    Before state.py counted a tune's winner as tuned, the resumed run searched the winner all over again."""
+    from kernel_mcp.agent import tuning
+    from kernel_mcp.agent.loop import Optimizer
+    from kernel_mcp.agent.run_folder import RunConfig, RunFolder
+    from kernel_mcp.agent.runlog import read
+    base, wide = "BLOCK = 1024\n", "BLOCK = 8192\n"
+    (tmp_path / "start.py").write_text(base)
+    config = RunConfig(problem=str(tmp_path), problem_hash="-", agent="tune")
+    with RunFolder.create(tmp_path / "run", config) as folder:  # what the killed process had made durable
+        opt = Optimizer(folder, tmp_path, tmp_path / "start.py", "tune", Budget(), device="cpu")
+        for source, role in ((base, "baseline"), (wide, "tuned")):
+            key, _ = opt.file_of(source)
+            folder.record("intent", candidate_hash=key, role=role, island="0")
+            folder.record("done", candidate_hash=key, role=role, island="0", verdict="pass", passed=True,
+                          trusted=True, speedup=1.0)
+            if role == "baseline":
+                opt.promote(key, "0", None, how="baseline")
+        base_key, wide_key = opt.file_of(base)[0], opt.file_of(wide)[0]
+        folder.record("tuned", island="0", start_hash=base_key, best_hash=wide_key, params={"BLOCK": [1024, 8192]},
+                      start={"BLOCK": 1024}, best={"BLOCK": 8192}, speedup=[1.6, 1.5, 1.7])
+
+    def no_second_search(*args, **kwargs):
+        raise AssertionError("the tune's winner was searched again")
+    monkeypatch.setattr(tuning, "Tuner", no_second_search)
+    with RunFolder.resume(tmp_path / "run") as folder:
+        reason = Optimizer(folder, tmp_path, tmp_path / "start.py", "tune", Budget(), device="cpu").run()
+        assert folder.state.incumbents["0"] == wide_key and folder.state.tuned == {base_key: wide_key,
+                                                                                    wide_key: wide_key}
+    records = read(tmp_path / "run" / "journal.jsonl")
+    assert reason.startswith("tuned") and [r.kind for r in records].count("tuned") == 1
+    assert [(r.model_extra["how"], r.model_extra["candidate_hash"]) for r in records if r.kind == "promotion"] == [
+        ("baseline", base_key), ("tune", wide_key)]

@@ -135,3 +135,30 @@ def test_twenty_kill_9s_at_random_instants_lose_nothing_and_evaluate_nothing_twi
     assert len(turns) >= n and state.spend_usd == pytest.approx(0.01 * len(turns))
     assert state.resumptions >= 1
     assert json.loads((run / "state.json").read_text())["spend_usd"] == pytest.approx(state.spend_usd)
+
+
+def test_a_resume_killed_before_its_resumed_record_does_not_charge_the_time_the_run_lay_dead(tmp_path):
+    """A resuming process killed after it opened the run folder but before its 'resumed' record was durable
+    (here it dies inside that record's append, the window held open) leaves no heartbeat of its own: the
+    next resume takes the heartbeat for the dead process's last sign of life, and one written by the process
+    that died at once charged the whole time the run lay dead to the budget (it started the heartbeat first)."""
+    run = tmp_path / "run"
+    with RunFolder.create(run, CONFIG) as folder:
+        folder.record("intent", candidate_hash="a", role="baseline", island="0")
+    time.sleep(1.5)  # the run lies dead
+    script = ("import os, time\n"
+              "from kernel_mcp.agent.runlog import RunLog\n"
+              "from kernel_mcp.agent.run_folder import RunFolder\n"
+              "append = RunLog.append\n"
+              "def dying(self, kind, **fields):\n"
+              "    if kind == 'resumed':\n"
+              "        time.sleep(0.5)  # a kill -9 before the record is durable\n"
+              "        os._exit(9)\n"
+              "    return append(self, kind, **fields)\n"
+              "RunLog.append = dying\n"
+              f"RunFolder.resume({str(run)!r})\n")
+    died = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": repo_pythonpath()},
+                          capture_output=True, text=True, timeout=120)
+    assert died.returncode == 9, died.stderr[-2000:]
+    with RunFolder.resume(run) as folder:
+        assert folder.state.resumptions == 1 and folder.state.active_s < 1.0, folder.state.active_s

@@ -66,7 +66,9 @@ class RunFolder:
         self.listeners: list = []  # called with (record, state) after each record (the live progress view)
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, daemon=True, name="run heartbeat")
-        self._beat.start()
+        # started by create/resume once their first record is durable: a heartbeat written before a resumed
+        # process's 'resumed' record would, after a kill in between, pass for the dead process's last sign
+        # of life, and the next resume would charge the time the run lay dead to its budget (state.py)
 
     @classmethod
     def create(cls, path: str | Path, config: RunConfig) -> RunFolder:
@@ -84,6 +86,7 @@ class RunFolder:
             tmp.unlink()
         folder = cls(path, config)
         folder.record("run_started")
+        folder._beat.start()
         return folder
 
     @classmethod
@@ -97,6 +100,7 @@ class RunFolder:
         folder = cls(path, config)
         if folder.state.finished is None:
             folder.record("resumed", pid=os.getpid(), last_alive=last_alive)
+        folder._beat.start()  # only now (see __init__)
         return folder
 
     # --- the journal, and the state derived from it ----------------------------------------------------
@@ -130,7 +134,8 @@ class RunFolder:
 
     def close(self) -> None:
         self._stop.set()
-        self._beat.join()
+        if self._beat.ident is not None:  # started
+            self._beat.join()
         self.log.close()
         self._lock.close()  # releases the flock
 

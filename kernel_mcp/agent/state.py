@@ -38,7 +38,8 @@ class RunState(BaseModel):
     epoch: int = 0
     restarts: list[dict[str, Any]] = Field(default_factory=list)
     resumptions: int = 0
-    tuned: dict[str, str] = Field(default_factory=dict)  # start hash -> the tune's winner (never tuned twice)
+    tuned: dict[str, str] = Field(default_factory=dict)  # start hash -> the tune's winner (never tuned twice;
+    # a winner maps to itself: the search ended there)
     judged: list[str] = Field(default_factory=list)  # candidates whose promotion decision was recorded
     active_s: float = 0.0  # seconds of records written while a process drove the run, summed over processes
     last_at: float | None = None  # the last record's wall clock
@@ -88,7 +89,12 @@ def apply(state: RunState, record: Record) -> None:
     elif kind == "epoch_started":
         state.epoch += 1
     elif kind == "tuned":
-        state.tuned[fields["start_hash"]] = fields.get("best_hash") or fields["start_hash"]
+        best = fields.get("best_hash") or fields["start_hash"]
+        state.tuned[fields["start_hash"]] = best
+        # The winner is where that search ended: it counts as tuned too. Without this, a kill between the
+        # ``tuned`` record and the winner's promotion (mended on resume) left the promoted winner untuned in
+        # the state, and the resumed run searched it all over again (so did island 1 given the tuned start).
+        state.tuned.setdefault(best, best)
     elif kind == "lesson" and fields.get("candidate_hash"):
         state.judged.append(fields["candidate_hash"])
     elif kind == "resumed":
