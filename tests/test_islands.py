@@ -169,3 +169,31 @@ def test_two_fruitless_epochs_make_the_ladder_stop_the_island(tmp_path):
         assert opt.facts("1").epochs_without_gain == 2 and opt.facts("0").epochs_without_gain == 0
         assert ladder(set(), None, StallPolicy(), opt.facts("1")) == 4  # L4: stop
         assert ladder(set(), None, StallPolicy(), opt.facts("0")) == 0
+
+
+def test_a_gain_must_clear_the_runs_noise_margin_from_its_a_a_run(tmp_path, monkeypatch):
+    """The same 1.5x [1.4, 1.6] comparison promotes under the 1% floor and does not once the baseline, timed
+    against itself, showed a spread that sets the margin at 50%; the A/A run is measured once per run."""
+    from kernel_mcp.agent import loop
+    from kernel_mcp.stats import Ratio
+    timed = []
+
+    def fake_compare(problem, incumbent, candidate, device, settings, runner=None):
+        timed.append((incumbent.name, candidate.name))
+        return Ratio(1.5, 1.4, 1.6) if incumbent != candidate else Ratio(1.0, 0.8, 1.25)
+    monkeypatch.setattr(loop, "compare_files", fake_compare)
+    monkeypatch.setattr(loop, "noise_margin", lambda problem, kernel, *rest: (
+        fake_compare(problem, kernel, kernel, *rest), 0.5))
+    folder, opt = _run_with(tmp_path)
+    with folder:
+        narrow = candidate_hash(NARROW.encode())
+        assert opt.delta == 0.01 and opt.better(narrow, "1") == Ratio(1.5, 1.4, 1.6)
+        opt.measure_noise()
+        opt.measure_noise()  # once per run
+        assert opt.state.delta == 0.5 and [r.kind for r in folder.log.records].count("noise") == 1
+        assert opt.better(narrow, "1") is None  # 1.4 does not clear 1.5
+    with RunFolder.resume(tmp_path / "run") as again:  # the margin is the journal's: never measured again
+        before = len(timed)
+        Optimizer(again, tmp_path, _start(tmp_path), "anthropic:claude-opus-4-5", Budget(), device="cpu",
+                  tune=False).measure_noise()
+        assert again.state.delta == 0.5 and len(timed) == before

@@ -62,6 +62,10 @@ def test_a_scripted_model_improves_is_refused_and_runs_dry(tmp_path, monkeypatch
     assert state.turns == len(fake.requests) and abs(state.spend_usd - 0.001 * state.turns) < 1e-9
     lessons = [r.model_extra["verdict"] for r in records if r.kind == "lesson"]
     assert lessons == ["worked", "failed"]
+    noise = [r.model_extra for r in records if r.kind == "noise"]  # the A/A run, once, before any comparison
+    assert len(noise) == 1 and noise[0]["delta"] >= 0.01 and state.delta == noise[0]["delta"]
+    first_comparison = min(r.seq for r in records if r.kind == "lesson")
+    assert next(r.seq for r in records if r.kind == "noise") < first_comparison
 
 
 @pytest.mark.long

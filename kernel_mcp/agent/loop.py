@@ -21,7 +21,7 @@ from pathlib import Path
 
 from kernel_mcp.agent import decide
 from kernel_mcp.agent.budget import Budget
-from kernel_mcp.agent.compare import compare_files
+from kernel_mcp.agent.compare import compare_files, noise_margin
 from kernel_mcp.agent.edits import apply_edit
 from kernel_mcp.agent.lessons import Lesson, render_brief
 from kernel_mcp.agent.providers.base import ToolSpec, Turn
@@ -134,9 +134,30 @@ class Optimizer:
         ratio = None
         for _ in range(2):
             ratio = compare_files(self.problem, incumbent, candidate, self.device, settings, self.runner)
-            if ratio is None or not decide.significant(ratio):
+            if ratio is None or not decide.significant(ratio, self.delta):
                 return None
         return ratio
+
+    @property
+    def delta(self) -> float:
+        """The margin a gain must clear: from the run's A/A timing, 1% until it is measured."""
+        return self.state.delta if self.state.delta is not None else decide.MIN_DELTA
+
+    def measure_noise(self) -> None:
+        """Once per run, before any comparison: the baseline timed against itself (ORCHESTRATOR.md: delta
+        from an A/A run); kept in the run folder's cache first, so a kill before its record re-times nothing."""
+        if self.state.delta is not None:
+            return
+        key = f"noise-{self.state.baseline_hash}"
+        found = self.folder.cached(key)
+        if found is None:
+            self.say("timing the baseline against itself (the run's noise margin)")
+            settings = ProfileSettings(budget_s=self.budget_s, shapes=self.shapes)
+            ratio, delta = noise_margin(self.problem, self.path_of(self.state.baseline_hash), self.device, settings,
+                                        self.runner)
+            found = {"ratio": [ratio.value, ratio.lo, ratio.hi] if ratio else None, "delta": delta}
+            self.folder.cache(key, found)
+        self.folder.record("noise", **found)
 
     def promote(self, key: str, island: str, speedup: Ratio | list[float] | None, how: str = "") -> None:
         if isinstance(speedup, Ratio):
@@ -157,6 +178,7 @@ class Optimizer:
             for island in self.islands:
                 if island not in self.state.incumbents:
                     self.promote(key, island, None, how="baseline")
+        self.measure_noise()
         self.finish_what_was_in_flight()
         reason = self.out_of_budget() or self.search()
         self.folder.record("finished", reason=reason)

@@ -30,6 +30,9 @@ def sections(run: Path, summary: RunSummary, records: list[Record], plots: list[
     rows = [[name if name == "baseline" else f"best (by {k.how or 'baseline'})", speedup_text(k.model_dump()), f"{k.roofline_percent:.0f}%" if k.roofline_percent else "-",
              k.hash[:12]] for name, k in (("baseline", base), ("best", best)) if k]
     outcome.append(("table", ["kernel", "speedup over the reference (95% CI)", "% of speed-of-light", "hash"], rows))
+    if summary.noise_margin is not None:
+        outcome.append(("p", f"Noise margin: a gain counts when its 95% lower end exceeds "
+                             f"{1 + summary.noise_margin:.3g}x (the baseline timed against itself)."))
     if summary.gain_over_baseline:
         outcome.append(("p", f"Best over baseline: **{summary.gain_over_baseline:.3g}x** (95% lower end "
                              f"{summary.gain_low:.3g}x; the product of the paired ratios that promoted it), "

@@ -34,6 +34,7 @@ Kind = Literal[
     "restart",          # an island restarted (level, lessons brief, no code for a hard restart)
     "lesson",           # a structured lesson record
     "tuned",            # the tune agent searched an incumbent's parameters (start, winner, speedup)
+    "noise",            # the A/A run: the baseline timed against itself, and the run's margin (delta)
     "finished",         # the run ended (why)
 ]
 

@@ -8,7 +8,9 @@ Conventions of the records it reads (``agent/runlog.py``):
 * ``intent`` / ``done``: ``candidate_hash`` (the evaluation cache's key), ``island``, ``role`` ("baseline"
   or "candidate"); ``done`` adds the result's summary (``verdict``, ``passed``, ``speedup``...);
 * ``promotion``: ``island``, ``candidate_hash``; ``restart``: ``island``, ``level``; ``finished``: ``reason``;
-* ``tuned``: ``start_hash`` (the incumbent searched), ``best_hash``, ``best`` (its parameters).
+* ``tuned``: ``start_hash`` (the incumbent searched), ``best_hash``, ``best`` (its parameters);
+* ``noise``: ``ratio`` (the baseline against itself; None if it could not be timed) and ``delta``, the
+  margin every later comparison must clear (agent/decide.py).
 
 Time spent (``active_s``) sums the gaps between records; before a ``resumed`` only up to the dead
 process's last heartbeat (``last_alive``): the time a run lay dead is not charged to its budget, the time
@@ -44,6 +46,7 @@ class RunState(BaseModel):
     active_s: float = 0.0  # seconds of records written while a process drove the run, summed over processes
     last_at: float | None = None  # the last record's wall clock
     finished: str | None = None  # why the run ended, once it has
+    delta: float | None = None  # the significance margin from the run's A/A timing (None: not measured yet)
 
 
 def derive(records: list[Record]) -> RunState:
@@ -86,6 +89,8 @@ def apply(state: RunState, record: Record) -> None:
         state.incumbents[str(fields["island"])] = fields["candidate_hash"]
     elif kind == "restart":
         state.restarts.append(fields)
+    elif kind == "noise":
+        state.delta = fields["delta"]
     elif kind == "epoch_started":
         state.epoch += 1
     elif kind == "tuned":

@@ -44,6 +44,7 @@ class RunSummary(BaseModel):
     tokens: dict[str, int]
     elapsed_s: float
     usd_per_improvement: float | None
+    noise_margin: float | None = None  # delta from the A/A run: a gain counted only above 1 + delta
 
 
 def kernel_of(run: Path, state: RunState, key: str, island: str = "0", how: str = "") -> Kernel:
@@ -121,4 +122,5 @@ def summarize(run: str | Path) -> RunSummary:
         gain_low=gain[1] if gain else None,
         spend_usd=round(state.spend_usd, 6), unpriced_turns=state.unpriced_turns, turns=state.turns,
         tokens=state.tokens, elapsed_s=round(state.active_s, 1),
-        usd_per_improvement=round(state.spend_usd / len(gains), 6) if gains and state.turns else None)
+        usd_per_improvement=round(state.spend_usd / len(gains), 6) if gains and state.turns else None,
+        noise_margin=state.delta)

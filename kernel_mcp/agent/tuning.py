@@ -32,7 +32,7 @@ def tune_incumbent(opt: Optimizer, island: str) -> str:
                           note="no tunable parameters found in the source")
         return ""
     opt.say(f"island {island}: tuning {', '.join(p.name for p in tuner.params)}")
-    result = tuner.run()
+    result = tuner.run(delta=opt.delta)
     best_hash, change = start, ""
     if result.speedup:
         change = ", ".join(f"{k} {result.start[k]} -> {v}" for k, v in result.best.items() if result.start[k] != v)
