@@ -55,3 +55,12 @@ def test_once_the_budget_is_spent_the_search_stops_but_its_winner_is_still_confi
                    interpreted=False)
     on_gpu.compare(start, other)
     assert timed[-1][2] == driver.GPU_CALL_TIMEOUT_S  # a configuration that slow to build fails as hanging
+
+
+def test_a_configuration_file_torn_by_a_kill_is_written_again_whole(tmp_path):
+    tuner = Tuner(PROBLEMS / "vector_add", PROBLEMS / "vector_add" / "baseline.py", tmp_path, device="cpu")
+    config = {p.name: p.current for p in tuner.params}
+    path = tuner.file_of(config)
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])  # what a kill in the middle of a plain write leaves
+    assert tuner.file_of(config) == path and path.read_bytes() == whole

@@ -78,11 +78,13 @@ class Tuner:
         self.stop = stop or (lambda: False)  # True once the run's budget is spent: no more timing
 
     def file_of(self, config: Config) -> Path:
-        """The configuration's source, written once under the work folder (named by its content)."""
-        text = apply(self.source, self.params, config)
-        path = self.workdir / f"tuned_{hashlib.sha256(text.encode()).hexdigest()[:12]}.py"
-        if not path.exists():
-            path.write_text(text)
+        """The configuration's source, written once under the work folder (named by its content), whole or
+        not at all: a file torn by a kill would be measured under another memo key and fail for good."""
+        from kernel_mcp.agent.run_folder import write_atomic
+        data = apply(self.source, self.params, config).encode()
+        path = self.workdir / f"tuned_{hashlib.sha256(data).hexdigest()[:12]}.py"
+        if not path.exists() or path.read_bytes() != data:
+            write_atomic(path, data, durable=False)  # the memo, not this file, is what a resume relies on
         return path
 
     def _memo_key(self, what: str, files: list[Path], settings: ProfileSettings) -> str:
