@@ -141,6 +141,7 @@ def test_a_kill_between_the_tune_and_its_promotion_promotes_the_winner_on_resume
                           trusted=True, speedup=1.0)
             if role == "baseline":
                 opt.promote(key, "0", None, how="baseline")
+                folder.record("noise", ratio=[1.0, 0.99, 1.01], delta=0.02)  # the A/A run, before the tune
         base_key, wide_key = opt.file_of(base)[0], opt.file_of(wide)[0]
         folder.record("tuned", island="0", start_hash=base_key, best_hash=wide_key, params={"BLOCK": [1024, 8192]},
                       start={"BLOCK": 1024}, best={"BLOCK": 8192}, speedup=[1.6, 1.5, 1.7])
@@ -156,3 +157,5 @@ def test_a_kill_between_the_tune_and_its_promotion_promotes_the_winner_on_resume
     assert reason.startswith("tuned") and [r.kind for r in records].count("tuned") == 1
     assert [(r.model_extra["how"], r.model_extra["candidate_hash"]) for r in records if r.kind == "promotion"] == [
         ("baseline", base_key), ("tune", wide_key)]
+    lessons = [r.model_extra for r in records if r.kind == "lesson"]  # the lesson is not lost to the kill
+    assert len(lessons) == 1 and lessons[0]["change"] == "BLOCK 1024 -> 8192" and lessons[0]["verdict"] == "worked"

@@ -196,9 +196,10 @@ class Optimizer:
         for island in self.islands:
             winner = self.state.tuned.get(self.incumbent(island))
             if winner and winner != self.incumbent(island) and winner in self.state.evaluated:
-                record = next(r for r in reversed(self.folder.log.of_kind("tuned"))
-                              if r.model_extra["start_hash"] == self.incumbent(island))
-                self.promote(winner, island, record.model_extra.get("speedup"), how="tune")
+                from kernel_mcp.agent.tuning import change_text, promote_winner
+                tuned = next(r.model_extra for r in reversed(self.folder.log.of_kind("tuned"))
+                             if r.model_extra["start_hash"] == self.incumbent(island))
+                promote_winner(self, island, winner, tuned["speedup"], change_text(tuned["start"], tuned["best"]))
 
     def search(self) -> str:
         from kernel_mcp.agent.tuning import tune_incumbent

@@ -35,7 +35,7 @@ def tune_incumbent(opt: Optimizer, island: str) -> str:
     result = tuner.run(delta=opt.delta)
     best_hash, change = start, ""
     if result.speedup:
-        change = ", ".join(f"{k} {result.start[k]} -> {v}" for k, v in result.best.items() if result.start[k] != v)
+        change = change_text(result.start, result.best)
         key, summary = opt.evaluate(open(result.best_file).read(), "tuned", island, idea=f"tune: {change}")
         if summary["passed"] and summary["trusted"]:
             best_hash = key
@@ -45,8 +45,19 @@ def tune_incumbent(opt: Optimizer, island: str) -> str:
                       measured=result.measured, failed=result.failed)
     if best_hash == start:
         return ""
-    opt.promote(best_hash, island, result.speedup, how="tune")
+    promote_winner(opt, island, best_hash, result.speedup, change)
+    return f"{change}, {result.speedup[0]:.3g}x"
+
+
+def promote_winner(opt: Optimizer, island: str, winner: str, speedup: list[float], change: str) -> None:
+    """The tune's winner becomes the island's incumbent, with its lesson (also when a resume mends a kill
+    that fell between the ``tuned`` record and the promotion)."""
+    opt.promote(winner, island, speedup, how="tune")
     opt.folder.record("lesson", island=island, **Lesson(
         hypothesis="the kernel's parameters were not at their best", change=change, verdict="worked",
-        speedup=result.speedup[0], speedup_ci=result.speedup[1:], evaluation=len(opt.state.evaluated)).model_dump())
-    return f"{change}, {result.speedup[0]:.3g}x"
+        speedup=speedup[0], speedup_ci=speedup[1:], evaluation=len(opt.state.evaluated)).model_dump())
+
+
+def change_text(start: dict[str, int], best: dict[str, int]) -> str:
+    """'BLOCK 1024 -> 8192, num_warps 4 -> 8': what a tune changed."""
+    return ", ".join(f"{k} {start[k]} -> {v}" for k, v in best.items() if start.get(k) != v)
