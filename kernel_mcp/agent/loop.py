@@ -146,7 +146,7 @@ class Optimizer:
     def measure_noise(self) -> None:
         """Once per run, before any comparison: the baseline timed against itself (ORCHESTRATOR.md: delta
         from an A/A run); kept in the run folder's cache first, so a kill before its record re-times nothing."""
-        if self.state.delta is not None:
+        if self.state.delta is not None or self.out_of_budget():  # nothing left to compare: no margin needed
             return
         key = f"noise-{self.state.baseline_hash}"
         found = self.folder.cached(key)
