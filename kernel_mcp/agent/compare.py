@@ -12,10 +12,9 @@ from kernel_mcp.stats import Ratio
 
 
 def compare_files(problem: str | Path, incumbent: Path, candidate: Path, device: str, settings: ProfileSettings,
-                  runner=None, call_timeout_s: float | None = None) -> Ratio | None:
+                  runner=None) -> Ratio | None:
     from kernel_mcp.tools.profile import profile
-    result = profile(str(problem), candidate, baseline=incumbent, device=device, settings=settings, runner=runner,
-                     call_timeout_s=call_timeout_s)
+    result = profile(str(problem), candidate, baseline=incumbent, device=device, settings=settings, runner=runner)
     pairs = [(s.baseline.samples_ms, s.candidate.samples_ms) for s in result.shapes
              if s.baseline and s.candidate and s.credited]
     if not (result.passed and result.trusted and pairs):

@@ -39,12 +39,6 @@ class TuneResult(BaseModel):
     failed: int = 0  # configurations that failed their check or their timing
 
 
-# One call of a configuration on a GPU (its first includes building it) may take this long before the
-# configuration fails as hanging. Builds of the bundled kernels' configurations take 0.5-3 s on the H200;
-# one pathological matmul configuration took 32 s to fail there (BENCHMARKS.md, issue 14): a configuration
-# that slow to build is not worth the tune's time. Under the CPU interpreter the task's own limit applies.
-GPU_CALL_TIMEOUT_S = 15.0
-
 # Launch options Triton's interpreter (TRITON_INTERPRET=1, kernels on a CPU) ignores: searching them there
 # would time noise only.
 GPU_ONLY = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -70,7 +64,6 @@ class Tuner:
             interpreted = guess_kind(device) == "cpu"
         self.params: list[Param] = [p for p in find_params(self.source) if (not only or p.name in only)
                                     and not (interpreted and p.name.rsplit(".", 1)[-1] in GPU_ONLY)]
-        self.call_timeout_s = None if interpreted else GPU_CALL_TIMEOUT_S
         self.settings = settings or ProfileSettings(budget_s=10.0)
         self.say = on_progress or (lambda _: None)
         self.failed = 0
@@ -115,7 +108,7 @@ class Tuner:
         files = [self.file_of(a), self.file_of(b)]
 
         def run() -> dict[str, Any]:
-            ratio = compare_files(self.problem, *files, self.device, self.settings, self.runner, self.call_timeout_s)
+            ratio = compare_files(self.problem, *files, self.device, self.settings, self.runner)
             return {"ratio": [ratio.value, ratio.lo, ratio.hi] if ratio else None}
         found = self._remembered(self._memo_key(what, files, self.settings), run, {"ratio": None},
                                  even_if_stopped=what == "confirm")["ratio"]
@@ -135,8 +128,7 @@ class Tuner:
 
     def _time_alone(self, file: Path, settings: ProfileSettings) -> float | None:
         from kernel_mcp.tools.profile import profile
-        result = profile(self.problem, file, device=self.device, settings=settings, runner=self.runner,
-                         call_timeout_s=self.call_timeout_s)
+        result = profile(self.problem, file, device=self.device, settings=settings, runner=self.runner)
         medians = [s.candidate.median_ms for s in result.shapes if s.candidate and s.credited]
         return geometric_mean(medians) if result.passed and result.trusted and medians else None
 
