@@ -25,7 +25,7 @@ from kernel_mcp.agent.compare import compare_files, noise_margin
 from kernel_mcp.agent.edits import apply_edit
 from kernel_mcp.agent.lessons import Lesson, render_brief
 from kernel_mcp.agent.providers.base import ToolSpec, Turn
-from kernel_mcp.agent.run_folder import RunFolder, candidate_hash, write_atomic
+from kernel_mcp.agent.run_folder import RunFolder, candidate_hash, write_once
 from kernel_mcp.assets import load_prompt
 from kernel_mcp.novelty import structure_hash
 from kernel_mcp.results import ProfileSettings
@@ -89,8 +89,7 @@ class Optimizer:
     def file_of(self, source: str) -> tuple[str, Path]:
         key = candidate_hash(source.encode())
         path = self.path_of(key)
-        if not path.exists() or candidate_hash(path.read_bytes()) != key:  # absent, or cut short by a kill
-            write_atomic(path, source.encode())
+        write_once(path, source.encode())
         return key, path
 
     # --- one evaluation, durable ---------------------------------------------------------------------

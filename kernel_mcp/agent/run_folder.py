@@ -162,6 +162,13 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
     tmp.replace(path)
 
 
+def write_once(path: Path, data: bytes, durable: bool = True) -> None:
+    """A content-named file: written (atomically) unless it already holds ``data``; a file cut short by a
+    kill is written again."""
+    if not path.exists() or path.read_bytes() != data:
+        write_atomic(path, data, durable)
+
+
 def _last_heartbeat(path: Path) -> float | None:
     try:
         return float(json.loads((path / "heartbeat.json").read_text())["at"])

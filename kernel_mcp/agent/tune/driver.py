@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from kernel_mcp.agent.compare import compare_files
 from kernel_mcp.agent.decide import significant
+from kernel_mcp.agent.run_folder import write_once
 from kernel_mcp.agent.tune.params import Config, Param, apply, find_params
 from kernel_mcp.agent.tune.search import DELTA, tune
 from kernel_mcp.results import ProfileSettings
@@ -73,11 +74,9 @@ class Tuner:
     def file_of(self, config: Config) -> Path:
         """The configuration's source, written once under the work folder (named by its content), whole or
         not at all: a file torn by a kill would be measured under another memo key and fail for good."""
-        from kernel_mcp.agent.run_folder import write_atomic
         data = apply(self.source, self.params, config).encode()
         path = self.workdir / f"tuned_{hashlib.sha256(data).hexdigest()[:12]}.py"
-        if not path.exists() or path.read_bytes() != data:
-            write_atomic(path, data, durable=False)  # the memo, not this file, is what a resume relies on
+        write_once(path, data, durable=False)  # the memo, not this file, is what a resume relies on
         return path
 
     def _memo_key(self, what: str, files: list[Path], settings: ProfileSettings) -> str:
