@@ -10,9 +10,10 @@ torch.compile, all timed in the same run by the same instrument.
    its wall time; the run folder under OUT/PROBLEM/run.
 3. The run's journal: each promotion's seconds since the run began, its speedup over the reference and
    its best % of the roof (what the loop itself recorded when it evaluated that kernel).
-4. ``roofline`` (check, then timing, then placement under the measured roofs) of four contestants, one
-   after the other: the bundled baseline, the run's best, torch eager (the problem's own ``ref_kernel``)
-   and ``torch.compile(ref_kernel)`` (default mode; its first call compiles, inside the candidate host).
+4. Unless ``--no-roofline``: ``roofline`` (check, then timing, then placement under the measured roofs)
+   of four contestants, one after the other: the bundled baseline, the run's best, torch eager (the
+   problem's own ``ref_kernel``) and ``torch.compile(ref_kernel)`` (default mode; its first call compiles,
+   inside the candidate host).
    Per shape: each contestant's median time, % of the binding roof, and speed relative to the reference.
 
 Writes OUT/results.json (everything) and prints a Markdown summary. A contestant that fails its check is
@@ -120,8 +121,9 @@ def one_problem(name: str, args: argparse.Namespace) -> dict:
     summary = summarize(run)
     row.update(summary=summary.model_dump(), timeline=timeline(run), tuner=tuner_work(run))
     best = summary.best.file if summary.best else None
-    row["contestants"] = {who: placed(problem, file, args.device, args.roofline_budget)
-                          for who, file in contestants(problem, best, folder).items()}
+    if not args.no_roofline:
+        row["contestants"] = {who: placed(problem, file, args.device, args.roofline_budget)
+                              for who, file in contestants(problem, best, folder).items()}
     return row
 
 
@@ -158,6 +160,8 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before an optimize run is cut")
     parser.add_argument("--no-calibrate", action="store_true")
+    parser.add_argument("--no-roofline", action="store_true",
+                        help="skip step 4 (a device call too short for both a long run and the placements)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []

@@ -166,3 +166,56 @@ def test_a_spread_sample_covers_every_value_of_every_parameter():
             counts = [sum(c[param.name] == v for c in sample) for v in param.values]
             assert min(counts) >= 3 and max(counts) <= 4, (param.name, counts)  # 16 over 5 values
     assert spread_sample(params, 16, 1) == spread_sample(params, 16, 1)  # a resumed tune draws the same
+
+
+# --- priors: configurations timed first for a recognised kind of kernel ---------------------------------
+
+def test_a_matmuls_priors_are_found_by_its_parameter_names_and_stay_in_its_space():
+    from kernel_mcp.agent.tune.priors import MATMUL, seeds
+    params = find_params((PROBLEMS / "matmul_bf16" / "baseline.py").read_text())
+    found = seeds(params)
+    assert found[0] == {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "_matmul_kernel.num_warps": 8,
+                        "_matmul_kernel.num_stages": 3}
+    assert len(found) == len(MATMUL) and all(c[p.name] in p.values for c in found for p in params)
+    assert seeds(find_params((PROBLEMS / "softmax" / "baseline.py").read_text())) == []  # no tiles M, N, K
+    # on a CPU the launch options are not searched: the priors keep their tiles only, without repeats
+    tiles_only = [p for p in params if "." not in p.name]
+    assert len(seeds(tiles_only)) == len({(m, n, k) for m, n, k, *_ in MATMUL})
+    # launch keywords spelled the other common ways; a kernel naming M twice is no matmul the priors know
+    source = textwrap.dedent('''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def mm(a, BLOCK_SIZE_M: tl.constexpr, BN: tl.constexpr, TILE_K: tl.constexpr, BM: tl.constexpr):
+            pass
+
+        def run(a):
+            mm[(1,)](a, BLOCK_SIZE_M=64, BN=64, TILE_K=32)
+        ''')
+    named = find_params(source)
+    assert seeds(named)[0] == {"mm.BLOCK_SIZE_M@10": 128, "mm.BN@10": 256, "mm.TILE_K@10": 64,
+                               "mm.num_warps": 8, "mm.num_stages": 3}
+    twice = named + [type(named[0])("mm.BM@11", 64, (32, 64, 128))]
+    assert seeds(twice) == []
+
+
+def test_halving_times_the_priors_in_its_first_round_and_keeps_the_fastest():
+    """A landscape with a narrow fast corner far from the start, where a spread sample of 16 rarely lands:
+    the priors put it in the first round, and the halving keeps it through every round."""
+    from kernel_mcp.agent.tune.params import Param
+    wide = {**SPACE, "BLOCK_K": (16, 32, 64, 128, 256), "num_stages": (1, 2, 3, 4, 5)}
+    params = [Param(name, 32 if name.startswith("BLOCK") else 4 if name == "num_warps" else 3, values)
+              for name, values in wide.items()]
+    corner = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
+    needle = lambda c: 0.2 if c == corner else 1.0  # noqa: E731
+    start = {p.name: p.current for p in params}
+    first_round = []
+
+    def measure(configs, effort):
+        first_round.extend(configs if not first_round else [])
+        return Timer(needle, 0).measure(configs, effort)
+    found = successive_halving(params, measure, start, seeds=[corner, start], seed=0)
+    assert found.best == corner and first_round[:2] == [start, corner] and len(first_round) == 16
+    missed = sum(successive_halving(params, Timer(needle, s).measure, start, seed=s).best != corner for s in range(10))
+    assert missed >= 8, missed  # without the prior, 16 of 3,125 configurations seldom hold the needle

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from kernel_mcp.agent.compare import compare_files
 from kernel_mcp.agent.decide import significant
 from kernel_mcp.agent.run_folder import write_once
+from kernel_mcp.agent.tune import priors
 from kernel_mcp.agent.tune.params import Config, Param, apply, find_params
 from kernel_mcp.agent.tune.search import DELTA, tune
 from kernel_mcp.results import ProfileSettings
@@ -135,7 +136,8 @@ class Tuner:
         """Search, then confirm: the winner timed once more against the start in a fresh profile run on new
         inputs, and kept only if it still wins significantly (the winner's curse at small effects)."""
         start = {p.name: p.current for p in self.params}
-        trace = tune(self.params, self.compare, self.measure, delta=delta, samples=samples, seed=seed)
+        trace = tune(self.params, self.compare, self.measure, delta=delta, samples=samples, seed=seed,
+                     seeds=priors.seeds(self.params))
         best, speedup = trace.best, None
         if best != start:
             confirmed = self.compare(start, best, what="confirm")

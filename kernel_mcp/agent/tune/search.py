@@ -110,11 +110,11 @@ def spread_sample(params: list[Param], count: int, seed: int = 0) -> list[Config
 
 def successive_halving(params: list[Param], measure: Measure, start: Config, samples: int = 16,
                        feasible: Callable[[Config], bool] = lambda _: True, seed: int = 0,
-                       trace: Trace | None = None) -> Trace:
-    """Time ``samples`` feasible configurations drawn at random (``start`` among them) at a low effort,
-    keep the faster half, double the effort, until one is left."""
+                       trace: Trace | None = None, seeds: list[Config] = ()) -> Trace:
+    """Time ``samples`` feasible configurations (``start``, then ``seeds``, priors worth a look, then a
+    spread sample) at a low effort, keep the faster half, double the effort, until one is left."""
     pool = {_key(start): dict(start)}
-    for config in spread_sample(params, 50 * samples, seed):
+    for config in [*seeds, *spread_sample(params, 50 * samples, seed)]:
         if len(pool) >= samples:
             break
         if feasible(config):
@@ -134,13 +134,15 @@ def successive_halving(params: list[Param], measure: Measure, start: Config, sam
 
 
 def tune(params: list[Param], compare: Compare, measure: Measure | None = None, delta: float = DELTA,
-         feasible: Callable[[Config], bool] = lambda _: True, samples: int = 16, seed: int = 0) -> Trace:
-    """Halving first when the space is large and a measure is given, then coordinate descent from its
-    winner, which must also beat the starting configuration significantly to be kept."""
+         feasible: Callable[[Config], bool] = lambda _: True, samples: int = 16, seed: int = 0,
+         seeds: list[Config] = ()) -> Trace:
+    """Halving first when the space is large and a measure is given (its first round includes ``seeds``),
+    then coordinate descent from its winner, which must also beat the starting configuration significantly
+    to be kept."""
     start = {p.name: p.current for p in params}
     trace = Trace(best=dict(start))
     if measure is not None and space_size(params) > 2 * samples:
-        successive_halving(params, measure, start, samples, feasible, seed, trace)
+        successive_halving(params, measure, start, samples, feasible, seed, trace, seeds)
         if trace.best != start:
             ratio = compare(start, trace.best)
             gained = ratio is not None and ratio.lo > 1 + delta
