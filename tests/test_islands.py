@@ -197,3 +197,27 @@ def test_a_gain_must_clear_the_runs_noise_margin_from_its_a_a_run(tmp_path, monk
         Optimizer(again, tmp_path, _start(tmp_path), "anthropic:claude-opus-4-5", Budget(), device="cpu",
                   tune=False).measure_noise()
         assert again.state.delta == 0.5 and len(timed) == before
+
+
+def test_the_reports_best_so_far_is_the_summarys_best_not_the_narrowest_reference_interval():
+    """Kernel a's promotion was confirmed at 1.5x [1.4, 1.6] over the baseline, b's at 1.3x [1.25, 1.35]; b's
+    own evaluation against the reference happens to have the tighter, higher interval. The plot, like the
+    summary, keeps a: unpaired intervals from separate evaluations do not rank kernels."""
+    from kernel_mcp.agent.report_plots import progress_series
+    from kernel_mcp.agent.runlog import Record
+    from kernel_mcp.agent.summary import confirmed_gains
+
+    def done(seq, key, speedup, ci):
+        return Record(seq=seq, at=float(seq), kind="done", candidate_hash=key, passed=True, trusted=True,
+                      speedup=speedup, speedup_ci=ci)
+
+    def promotion(seq, island, key, ratio, previous):
+        return Record(seq=seq, at=float(seq), kind="promotion", island=island, candidate_hash=key,
+                      how="proposal" if ratio else "baseline", speedup=ratio, previous=previous)
+    records = [done(0, "base", 1.0, [0.98, 1.02]), promotion(1, "0", "base", None, None),
+               done(2, "a", 1.5, [1.2, 1.8]), promotion(3, "0", "a", [1.5, 1.4, 1.6], "base"),
+               done(4, "b", 1.35, [1.3, 1.4]), promotion(5, "1", "b", [1.3, 1.25, 1.35], "base")]
+    gains = confirmed_gains(records)
+    assert max(gains, key=lambda k: gains[k][1]) == "a"
+    series = progress_series(records)
+    assert series["best"] == [1.0, 1.5, 1.5] and series["lo"] == [0.98, 1.2, 1.2]

@@ -6,24 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernel_mcp.agent.runlog import Record
-
-
-def lower_bound(summary: dict | None) -> float:
-    """The lower end of an evaluated kernel's speedup interval against the reference (0 when it has none:
-    failed, untimed): the plot's axis is that speedup, so its best-so-far line is ranked on it."""
-    if not summary or not summary.get("passed") or not summary.get("trusted"):
-        return 0.0
-    ci = summary.get("speedup_ci") or [summary.get("speedup") or 0.0]
-    return float(ci[0] or 0.0)
+from kernel_mcp.agent.summary import confirmed_gains
 
 
 def progress_series(records: list[Record]) -> dict[str, list]:
     """Per evaluation (in order): its number, seconds since the start, its own speedup (None: failed), the
-    run's best so far (value, low, high, by lower bound over the incumbents), cumulative spend; and the
-    evaluation numbers at which restarts happened."""
+    run's best so far (its speedup over the reference, low, high), cumulative spend; and the evaluation
+    numbers at which restarts happened. "Best" is ranked as the summary ranks it, by the lower end of the
+    confirmed gain over the baseline (the paired comparisons that promoted it): two kernels' intervals
+    against the reference come from separate evaluations, and ranking on them could crown another kernel
+    than the summary's best."""
     start = records[0].at if records else 0.0
+    gains = confirmed_gains(records)
     evaluated: dict[str, dict] = {}
-    best: dict | None = None
+    best: str | None = None
     spend, series = 0.0, {"n": [], "t": [], "own": [], "best": [], "lo": [], "hi": [], "usd": [], "restarts": []}
     for r in records:
         fields = r.model_extra or {}
@@ -40,11 +36,13 @@ def progress_series(records: list[Record]) -> dict[str, list]:
             for name in ("best", "lo", "hi"):
                 series[name].append(series[name][-1] if series[name] else None)
         elif r.kind == "promotion" and series["n"]:  # it follows its evaluation: that point shows it
-            done = evaluated.get(fields["candidate_hash"])
-            if best is None or lower_bound(done) > lower_bound(best):
-                best = done
-                ci = best.get("speedup_ci") or [None, None]
-                series["best"][-1], series["lo"][-1], series["hi"][-1] = best.get("speedup"), ci[0], ci[1]
+            key = fields["candidate_hash"]
+            done = evaluated.get(key) or {}
+            rank = gains.get(key, (0.0, 0.0))
+            if done.get("passed") and (best is None or (rank[1], rank[0]) > (gains[best][1], gains[best][0])):
+                best = key
+                ci = done.get("speedup_ci") or [None, None]
+                series["best"][-1], series["lo"][-1], series["hi"][-1] = done.get("speedup"), ci[0], ci[1]
     return series
 
 
