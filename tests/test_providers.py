@@ -74,10 +74,15 @@ def test_a_provider_reported_cost_is_kept_beside_the_table(monkeypatch, tmp_path
     assert first.reported_cost_usd == 0.0123
 
 
-def test_prices_by_family_and_unknown_models():
+def test_prices_by_family_and_unknown_models(tmp_path, monkeypatch):
     assert price_of("anthropic", "claude-sonnet-4-20250514") == Price(input=3, output=15, cache_read=0.30, cache_write=3.75)
     assert price_of("anthropic", "claude-unknown-9") is None
     assert Usage(input=10).cost_usd(None) is None and Usage(basis="unavailable").cost_usd(Price(1, 1)) is None
+    assert price_of("openai", "gpt-5-2025-08-07") is None  # not in the table: unpriced, never $0
+    rows = tmp_path / "prices.json"  # a user's own rows, e.g. read on OpenAI's pricing page
+    rows.write_text('{"openai:gpt-5": {"input": 1.25, "output": 10, "cache_read": 0.125}}')
+    monkeypatch.setenv("KERNEL_MCP_PRICES", str(rows))
+    assert price_of("openai", "gpt-5-2025-08-07") == Price(input=1.25, output=10, cache_read=0.125)
 
 
 def test_an_unknown_agent_is_refused_with_the_forms_that_work():

@@ -4,7 +4,8 @@
 The table lists only prices read on the provider's own pricing page (source and date below). More, or
 newer, prices can be added without a release: a JSON file named by ``KERNEL_MCP_PRICES`` with rows
 ``{"provider:model": {"input": .., "output": .., "cache_read": .., "cache_write": ..}}`` overrides and
-extends it. A dated model id (``claude-opus-4-5-20251101``) takes its family's row.
+extends it (OpenAI's rows come only from there today: its page could not be read where this was
+built). A dated model id (``claude-opus-4-5-20251101``, ``gpt-5-2025-08-07``) takes its family's row.
 """
 from __future__ import annotations
 
@@ -49,8 +50,9 @@ TABLE: dict[str, Price] = {
 
 
 def _family(model: str) -> str:
-    """``claude-opus-4-5-20251101`` -> ``claude-opus-4-5``: a date suffix names a snapshot of the family."""
-    return re.sub(r"-\d{8}$", "", model)
+    """``claude-opus-4-5-20251101`` -> ``claude-opus-4-5``, ``gpt-5-2025-08-07`` -> ``gpt-5``: a date suffix
+    (Anthropic's YYYYMMDD, OpenAI's YYYY-MM-DD) names a snapshot of the family."""
+    return re.sub(r"-(\d{8}|\d{4}-\d{2}-\d{2})$", "", model)
 
 
 def table() -> dict[str, Price]:
