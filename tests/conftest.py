@@ -58,7 +58,16 @@ def broken_cuda_candidate(folder: Path) -> tuple[Path, int]:
 # The test command runs tests in parallel (pytest-xdist, pyproject's addopts). Tests marked `alone` time
 # code on the CPU or measure how long something waits: no other test runs beside them. Every test passes a
 # turnstile (``gate``) into a shared ``room``; an `alone` test keeps the gate while it takes the room for
-# itself, so the others cannot keep it waiting by coming in one after another.
+# itself, so the others cannot keep it waiting by coming in one after another. A worker whose next test is
+# `alone` too keeps both for it: the `alone` tests run as one block (they are sorted first, below), and the
+# other workers are drained once for the block instead of once per test.
+_kept: list = []  # (gate, room) this worker holds from one `alone` test into the next
+
+
+def _alone(item) -> bool:
+    return item is not None and item.get_closest_marker("alone") is not None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     worker = getattr(item.config, "workerinput", None)
@@ -67,19 +76,64 @@ def pytest_runtest_protocol(item, nextitem):
         return
     import fcntl
     import tempfile
-    locks = Path(tempfile.gettempdir()) / f"kernel_mcp-tests-{worker['testrunuid']}"
-    locks.mkdir(exist_ok=True)
-    alone = item.get_closest_marker("alone") is not None
-    with open(locks / "gate", "a") as gate, open(locks / "room", "a") as room:
+    alone = _alone(item)
+    if _kept:
+        gate, room = _kept.pop()
+        if not alone:  # the test expected next went to another worker: share the room again
+            fcntl.flock(room, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+    else:
+        locks = Path(tempfile.gettempdir()) / f"kernel_mcp-tests-{worker['testrunuid']}"
+        locks.mkdir(exist_ok=True)
+        gate, room = open(locks / "gate", "a"), open(locks / "room", "a")
         fcntl.flock(gate, fcntl.LOCK_EX)
         fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         if not alone:
             fcntl.flock(gate, fcntl.LOCK_UN)
-        try:
-            yield  # setup (module fixtures included), call and teardown
-        finally:
-            fcntl.flock(room, fcntl.LOCK_UN)
-            fcntl.flock(gate, fcntl.LOCK_UN)
+    try:
+        yield  # setup (module fixtures included), call and teardown
+    finally:
+        if alone and _alone(nextitem):
+            _kept.append((gate, room))
+        else:
+            for lock in (room, gate):
+                fcntl.flock(lock, fcntl.LOCK_UN)
+                lock.close()
+
+
+def _scheduled(items: list, workers: int) -> list:
+    """The order tests are handed out in (the same in every worker, as pytest-xdist requires). Its
+    worksteal mode gives each worker one contiguous share of this list (shares as computed here) and later
+    moves tests from the end of a busy worker's share to an idle one. Tests marked `long` (a minute or
+    more) go at the heads of the shares, spread over them, so that no worker runs them all one after
+    another while the others finish early. The `alone` tests go first in the first share, as one block
+    (pytest_runtest_protocol): every worker waits while it runs, so it weighs on no share more than on
+    another. A share other than the first starts with two ordinary tests before its long ones: whatever
+    another worker runs when the block begins, the block waits for it to end."""
+    alone = [item for item in items if _alone(item)]
+    long = [item for item in items if not _alone(item) and item.get_closest_marker("long") is not None]
+    rest = [item for item in items if not _alone(item) and item.get_closest_marker("long") is None]
+    if workers <= 1:
+        return alone + long + rest
+    sizes, left = [], len(items)
+    for i in range(workers):  # as pytest-xdist's WorkStealingScheduling splits its pending list
+        sizes.append(left // (workers - i))
+        left -= sizes[-1]
+    heads: list[list] = [list(alone)] + [[] for _ in range(workers - 1)]
+    load = [0] * workers
+    for item in long:
+        share = min(range(workers), key=lambda i: (load[i], i))
+        heads[share].append(item)
+        load[share] += 1
+    ordered = []
+    for i, head in enumerate(heads):
+        lead = rest[:2] if i and len(head) else []
+        del rest[:len(lead)]
+        share = lead + head
+        fill = max(0, sizes[i] - len(share))
+        ordered += share + rest[:fill]
+        del rest[:fill]
+    return ordered + rest
 
 
 def _has_gpu() -> bool:
@@ -88,9 +142,7 @@ def _has_gpu() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    # tests marked `long` first: parallel workers then end together instead of one finishing a long test
-    # alone (the same order in every worker, as pytest-xdist requires)
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+    items[:] = _scheduled(items, getattr(config, "workerinput", {}).get("workercount", 1))
     if _has_gpu():
         return
     skip = pytest.mark.skip(reason="needs a CUDA or ROCm device (run on the GPU machine)")

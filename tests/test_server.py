@@ -20,6 +20,7 @@ from kernel_mcp.server import PNG_MAGIC, build_server
 from kernel_mcp.server.job_tools import clamp_wait
 from kernel_mcp.tools import snapshot as snapshots
 from kernel_mcp.tools.evaluate import _chart as evaluate_chart
+from kernel_mcp.worker.runner import LocalRunner
 
 from conftest import PROBLEMS, REPO, repo_pythonpath
 
@@ -41,10 +42,16 @@ def workspace(tmp_path, monkeypatch):
 
 
 def _session(root, script):
+    runner = LocalRunner(warm=True)  # as build_server makes its own; closed with the session, so the spares
+    # it boots after each call do not go on booting beside the next tests (the worker is their caller)
+
     async def run():
-        async with Client(build_server(root)) as client:
+        async with Client(build_server(root, runner)) as client:
             return await script(client)
-    return asyncio.run(run())
+    try:
+        return asyncio.run(run())
+    finally:
+        runner.close()
 
 
 def test_importing_the_server_does_not_import_torch():

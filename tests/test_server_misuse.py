@@ -9,6 +9,7 @@ import pytest
 from mcp import Client
 
 from kernel_mcp.server import build_server
+from kernel_mcp.worker.runner import LocalRunner
 
 from conftest import PROBLEMS
 
@@ -54,10 +55,15 @@ def workspace(tmp_path_factory):
 
 
 def call(root, tool: str, arguments: dict):
+    runner = LocalRunner(warm=True)  # as build_server makes its own; closed after the call (its spares)
+
     async def run():
-        async with Client(build_server(root)) as client:
+        async with Client(build_server(root, runner)) as client:
             return await client.call_tool(tool, arguments)
-    return asyncio.run(run())
+    try:
+        return asyncio.run(run())
+    finally:
+        runner.close()
 
 
 @pytest.mark.parametrize("tool, arguments, words", MISUSES, ids=[f"{t}-{'-'.join(a)[:40]}" for t, a, _ in MISUSES])
