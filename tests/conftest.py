@@ -30,6 +30,27 @@ def kernelbench_files(folder: Path, source: str, variant_forward: str) -> tuple[
     return problem, own, variant
 
 
+def in_server_session(root, script):
+    """``await script(client)`` in an MCP client session with the server of workspace ``root`` (in process),
+    its warm runner closed with the session: otherwise the spare judge and step hosts it boots after each
+    call go on booting beside the next tests (the test worker is their caller)."""
+    import asyncio
+
+    from mcp import Client
+
+    from kernel_mcp.server import build_server
+    from kernel_mcp.worker.runner import LocalRunner
+    runner = LocalRunner(warm=True)  # as build_server would make its own
+
+    async def run():
+        async with Client(build_server(root, runner)) as client:
+            return await script(client)
+    try:
+        return asyncio.run(run())
+    finally:
+        runner.close()
+
+
 def repo_pythonpath() -> str:
     """PYTHONPATH for a child process: this checkout first, then whatever the caller had (the GPU machine
     installs the dependencies into a folder named only by PYTHONPATH; replacing it loses them)."""

@@ -16,13 +16,12 @@ from mcp.shared.exceptions import MCPError
 
 from kernel_mcp.results import ProfileResult, RooflinePoint, RooflineResult, RooflineShape
 from kernel_mcp.roofline_chart import draw
-from kernel_mcp.server import PNG_MAGIC, build_server
+from kernel_mcp.server import PNG_MAGIC
 from kernel_mcp.server.job_tools import clamp_wait
 from kernel_mcp.tools import snapshot as snapshots
 from kernel_mcp.tools.evaluate import _chart as evaluate_chart
-from kernel_mcp.worker.runner import LocalRunner
 
-from conftest import PROBLEMS, REPO, repo_pythonpath
+from conftest import PROBLEMS, REPO, in_server_session, repo_pythonpath
 
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
 LONG_TOOLS = ("evaluate", "profile", "roofline")
@@ -41,19 +40,6 @@ def workspace(tmp_path, monkeypatch):
     return root
 
 
-def _session(root, script):
-    runner = LocalRunner(warm=True)  # as build_server makes its own; closed with the session, so the spares
-    # it boots after each call do not go on booting beside the next tests (the worker is their caller)
-
-    async def run():
-        async with Client(build_server(root, runner)) as client:
-            return await script(client)
-    try:
-        return asyncio.run(run())
-    finally:
-        runner.close()
-
-
 def test_importing_the_server_does_not_import_torch():
     code = "import sys, kernel_mcp.server; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
@@ -63,7 +49,7 @@ def test_importing_the_server_does_not_import_torch():
 def test_tools_have_output_schemas_and_honest_annotations(workspace):
     async def script(client):
         return (await client.list_tools()).tools
-    tools = {t.name: t for t in _session(workspace, script)}
+    tools = {t.name: t for t in in_server_session(workspace, script)}
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.output_schema and tool.description
@@ -80,7 +66,7 @@ def test_tools_have_output_schemas_and_honest_annotations(workspace):
 def test_long_tools_and_their_job_forms_take_the_same_arguments_and_say_when_to_use_which(workspace):
     async def script(client):
         return {t.name: t for t in (await client.list_tools()).tools}
-    tools = _session(workspace, script)
+    tools = in_server_session(workspace, script)
     for name in LONG_TOOLS:
         one_call, start = tools[name], tools[f"{name}_start"]
         assert one_call.input_schema["properties"] == start.input_schema["properties"]
@@ -99,7 +85,7 @@ def test_check_over_mcp_with_progress(workspace):
     async def script(client):
         return await client.call_tool("check", {"problem": "vector_add", "candidate": "add.py", "device": "cpu"},
                                       progress_callback=progress)
-    result = _session(workspace, script)
+    result = in_server_session(workspace, script)
     assert not result.is_error and result.structured_content["passed"] is True
     assert any("test 0" in (m or "") for m in seen)
 
@@ -111,7 +97,7 @@ def test_paths_must_stay_inside_the_workspace(workspace, tmp_path, bad):
 
     async def script(client):
         return await client.call_tool("check", {"problem": "vector_add", "candidate": bad, "device": "cpu"})
-    result = _session(workspace, script)
+    result = in_server_session(workspace, script)
     assert result.is_error
     assert any(word in result.content[0].text for word in ("outside the workspace", "bad path", "does not exist"))
 
@@ -128,7 +114,7 @@ def test_snapshot_history_diff_restore_status(workspace):
         restored = await client.call_tool("restore", {"snapshot_id": first["id"]})
         status = (await client.call_tool("status", {"problem": "vector_add"})).structured_content
         return first, second, history, diff, refused, restored, status
-    first, second, history, diff, refused, restored, status = _session(workspace, script)
+    first, second, history, diff, refused, restored, status = in_server_session(workspace, script)
     assert second["parent"] == first["id"] and {h["id"] for h in history} == {first["id"], second["id"]}
     assert "+    return b + a" in diff.content[0].text
     assert refused.is_error and "no snapshot" in refused.content[0].text
@@ -147,7 +133,7 @@ def test_evaluate_returns_a_compact_summary_and_snapshots(workspace):
         return await client.call_tool("evaluate", {"problem": "vector_add", "candidate": "add.py", "device": "cpu",
                                                    "budget_s": 2, "shapes": "tests", "author": "test"},
                                       progress_callback=progress)
-    result = _session(workspace, script)
+    result = in_server_session(workspace, script)
     # a human rate: per case and per shape, sample counts at most every 2 s (not one per sample: ~400 before)
     assert 8 <= len(notified) <= 60, notified
     assert not result.is_error, result.content[0].text[:2000]
@@ -163,7 +149,7 @@ def test_detail_adds_the_full_result(workspace):
     async def script(client):
         return await client.call_tool("roofline", {"problem": "vector_add", "candidate": "add.py", "device": "cpu",
                                                    "budget_s": 1, "shapes": "tests", "detail": True})
-    result = _session(workspace, script)  # the client validated it against the tool's output schema
+    result = in_server_session(workspace, script)  # the client validated it against the tool's output schema
     assert not result.is_error, result.content[0].text[:2000]
     body = result.structured_content
     assert "no ceilings" in body["message"]  # a CPU has no roofs: the summary says why
@@ -194,7 +180,7 @@ def test_evaluate_as_a_job_ends_with_the_one_call_summary(workspace):
                                                             "author": "job", **QUICK}, progress_callback=progress)
         assert not started.is_error, started.content[0].text
         return schema, started.structured_content, await _wait_until_done(client, started.structured_content)
-    schema, started, done = _session(workspace, script)
+    schema, started, done = in_server_session(workspace, script)
     assert started["tool"] == "evaluate" and started["state"] == "running" and started["result"] is None
     assert done["id"] == started["id"] and done["state"] == "done" and done["error"] is None, done
     Draft202012Validator(schema).validate(done["result"])  # what the one-call evaluate returns
@@ -215,7 +201,7 @@ def test_job_wait_returns_within_its_wait_s_while_the_job_runs(workspace):
             answer = await client.call_tool("job_wait", {"job_id": job["id"], "wait_s": wait_s})
             timed.append((answer.structured_content["state"], time.monotonic() - began))
         return timed, await _wait_until_done(client, job)
-    (waited, looked), done = _session(workspace, script)
+    (waited, looked), done = in_server_session(workspace, script)
     assert waited[0] == "running" and 0.9 <= waited[1] < 4.0, waited  # a judge boots for seconds: still running
     assert looked[1] < 1.0, looked
     assert done["state"] == "done" and len(done["result"]["shapes"]) == 5
@@ -230,7 +216,7 @@ def test_job_wait_returns_within_its_wait_s_while_the_job_runs(workspace):
 def test_misuse_is_refused_when_the_job_would_start(workspace, tool, bad, why):
     async def script(client):
         return await client.call_tool(tool, {"problem": "vector_add", "candidate": "add.py", **QUICK, **bad})
-    refused = _session(workspace, script)
+    refused = in_server_session(workspace, script)
     assert refused.is_error and why in refused.content[0].text
 
 
@@ -242,7 +228,7 @@ def test_an_unknown_job_is_a_tool_error_and_a_failing_job_says_why(workspace):
         job = (await client.call_tool("profile_start", {"problem": "not_a_problem", "candidate": "add.py",
                                                         **QUICK})).structured_content
         return unknown, await _wait_until_done(client, job)
-    unknown, failed = _session(workspace, script)
+    unknown, failed = in_server_session(workspace, script)
     assert unknown.is_error and "no job '0123456789ab'" in unknown.content[0].text
     assert failed["state"] == "failed" and "not_a_problem" in failed["error"] and failed["result"] is None
 
@@ -285,7 +271,7 @@ def test_resources_show_the_problem_and_the_best_kernel(workspace):
             [read[part]] = (await client.read_resource(f"kernel://problems/vector_add/{part}")).contents
         [read["chart"]] = (await client.read_resource("kernel://charts/chart.png")).contents
         return templates, read
-    templates, read = _session(workspace, script)
+    templates, read = in_server_session(workspace, script)
     assert {f"kernel://problems/{{+problem}}/{p}" for p in ("description", "reference", "best")} <= templates
     assert read["description"].text.startswith("Elementwise vector addition")
     assert "def ref_kernel" in read["reference"].text and "benchmarks:" in read["task"].text
@@ -310,7 +296,7 @@ def test_resources_refuse_what_they_cannot_show(workspace, tmp_path, uri, why):
         with pytest.raises(MCPError) as caught:
             await client.read_resource(uri)
         return str(caught.value)
-    assert why in _session(workspace, script)
+    assert why in in_server_session(workspace, script)
 
 
 def test_a_problem_file_linked_out_of_the_workspace_is_not_shown(workspace, tmp_path):
@@ -324,7 +310,7 @@ def test_a_problem_file_linked_out_of_the_workspace_is_not_shown(workspace, tmp_
         with pytest.raises(MCPError) as caught:
             await client.read_resource("kernel://problems/linked/reference")
         return str(caught.value)
-    assert "outside the workspace" in _session(workspace, script)
+    assert "outside the workspace" in in_server_session(workspace, script)
 
 
 def test_optimize_kernel_prompt(workspace):
@@ -332,7 +318,7 @@ def test_optimize_kernel_prompt(workspace):
         [prompt] = (await client.list_prompts()).prompts
         got = await client.get_prompt("optimize_kernel", {"problem": "vector_add", "candidate": "add.py"})
         return prompt, got.messages[0].content.text
-    prompt, text = _session(workspace, script)
+    prompt, text = in_server_session(workspace, script)
     assert prompt.name == "optimize_kernel" and {a.name for a in prompt.arguments} == {"problem", "candidate"}
     for step in ("`compile`", "`evaluate`", "`status`", "percent_of_roof", "restart", "tampering"):
         assert step in text

@@ -2,16 +2,11 @@
 ids, bad numbers, a restore blocked by a directory. Through a real MCP client session (in memory)."""
 from __future__ import annotations
 
-import asyncio
 import shutil
 
 import pytest
-from mcp import Client
 
-from kernel_mcp.server import build_server
-from kernel_mcp.worker.runner import LocalRunner
-
-from conftest import PROBLEMS
+from conftest import PROBLEMS, in_server_session
 
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
 HUGE_PATH = "p" * 5_000_000  # 5 MB: beyond any file system's name limits
@@ -55,15 +50,7 @@ def workspace(tmp_path_factory):
 
 
 def call(root, tool: str, arguments: dict):
-    runner = LocalRunner(warm=True)  # as build_server makes its own; closed after the call (its spares)
-
-    async def run():
-        async with Client(build_server(root, runner)) as client:
-            return await client.call_tool(tool, arguments)
-    try:
-        return asyncio.run(run())
-    finally:
-        runner.close()
+    return in_server_session(root, lambda client: client.call_tool(tool, arguments))
 
 
 @pytest.mark.parametrize("tool, arguments, words", MISUSES, ids=[f"{t}-{'-'.join(a)[:40]}" for t, a, _ in MISUSES])

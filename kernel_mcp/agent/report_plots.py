@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernel_mcp.agent.runlog import Record
-from kernel_mcp.agent.summary import confirmed_gains
+from kernel_mcp.agent.summary import confirmed_gains, gain_rank
 
 
 def progress_series(records: list[Record]) -> dict[str, list]:
@@ -38,8 +38,8 @@ def progress_series(records: list[Record]) -> dict[str, list]:
         elif r.kind == "promotion" and series["n"]:  # it follows its evaluation: that point shows it
             key = fields["candidate_hash"]
             done = evaluated.get(key) or {}
-            rank = gains.get(key, (0.0, 0.0))
-            if done.get("passed") and (best is None or (rank[1], rank[0]) > (gains[best][1], gains[best][0])):
+            rank = gain_rank(gains.get(key, (0.0, 0.0)))
+            if done.get("passed") and (best is None or rank > gain_rank(gains[best])):
                 best = key
                 ci = done.get("speedup_ci") or [None, None]
                 series["best"][-1], series["lo"][-1], series["hi"][-1] = done.get("speedup"), ci[0], ci[1]

@@ -94,12 +94,17 @@ def epochs_without_gain(records: list[Record], island: str) -> int:
     return count
 
 
+def gain_rank(gain: tuple[float, float]) -> tuple[float, float]:
+    """How confirmed gains (value, lower end) are ranked: the lower end first, the value breaking ties."""
+    return gain[1], gain[0]
+
+
 def best_kernel(run: Path, records: list[Record], state: RunState) -> tuple[Kernel | None, tuple[float, float] | None]:
     """Of every kernel the run ever promoted, the one with the highest confirmed lower bound; its gain."""
     gains = confirmed_gains(records)
     if not gains:
         return None, None
-    key = max(gains, key=lambda k: (gains[k][1], gains[k][0]))
+    key = max(gains, key=lambda k: gain_rank(gains[k]))
     first = next(r.model_extra for r in records if r.kind == "promotion" and r.model_extra["candidate_hash"] == key)
     how, island = first.get("how", ""), str(first["island"])
     return kernel_of(run, state, key, island, how), gains[key]
