@@ -271,6 +271,8 @@ def test_a_host_that_fails_before_its_candidate_is_the_harnesss_failure(tmp_path
     broken.mkdir()
     (broken / "torch.py").write_text("raise ImportError('this torch is broken on purpose')\n")
     monkeypatch.setenv("PYTHONPATH", str(broken))
+    # hosts started as fresh interpreters: one forked from the judge has its torch already (host_factory.py)
+    monkeypatch.setenv("KERNEL_MCP_FORK_HOSTS", "0")
     result = check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu")
     assert result.verdict == "error: harness" and not result.passed
     assert [f.code for f in result.findings if f.severity == "error"] == ["host_boot_failed"], result.findings

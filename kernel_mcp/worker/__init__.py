@@ -7,7 +7,8 @@ caller (CLI, MCP server; never imports problem or candidate code) holds a *runne
   (lease.py: exclusive for timing, shared for checks while their memory fits), starts the processes below
   and reads their results. Messages are typed (protocol.py) and validated where they arrive.
   -> judge (``judge.py``; trusted): started isolated (``python -S -I``), non-dumpable. Boots first
-     (judge_start.py starts its candidate hosts from the boot line, before any heavy import; warm.py pays
+     (judge_start.py imports torch and forks the factory its candidate hosts are forked from before it
+     reads its boot line, then starts them from that line: host_factory.py; warm.py pays
      torch's and Triton's first-use costs), says Ready, then
      serves one JudgeRequest: imports reference.py, measures what the check needs of the device
      (footprint.py: the caller resizes its lease reservation), makes inputs from fresh secret seeds,

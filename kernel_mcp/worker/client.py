@@ -32,8 +32,10 @@ class JudgeFailure(Exception):
 # The judge starts isolated (-I: no PYTHON* variables, no user site, no cwd on sys.path) and without the
 # site module (-S: no sitecustomize, no .pth code), with this process's sys.path given explicitly. A file
 # planted in site-packages or the working folder therefore cannot run inside the judge.
+# Its arguments: that sys.path, the fd of its result pipe, and (optional) the device asked for, which it
+# needs before its boot line (host_factory.start: whether its hosts will run Triton on a GPU).
 JUDGE_BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-              "from kernel_mcp.worker.judge_start import main; main(int(sys.argv[2]))")
+              "from kernel_mcp.worker.judge_start import main; main(int(sys.argv[2]), *sys.argv[3:4])")
 LOG_TAIL = 3000
 
 
@@ -62,7 +64,7 @@ class JudgeProcess:
         self.log = tempfile.TemporaryFile()
         trace.mark("caller: starting a judge")
         self.proc = subprocess.Popen(
-            [sys.executable, "-S", "-I", "-B", "-c", JUDGE_BOOT, json.dumps(judge_sys_path()), str(write_fd)],
+            [sys.executable, "-S", "-I", "-B", "-c", JUDGE_BOOT, json.dumps(judge_sys_path()), str(write_fd), device],
             pass_fds=[write_fd], stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
             env=judge_env(), start_new_session=True)
         os.close(write_fd)

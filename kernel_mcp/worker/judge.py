@@ -1,7 +1,7 @@
 """The judge process: the verdict is made here and nowhere else.
 
-Entered from ``worker.judge_start``, which has read the ``JudgeBoot`` line from stdin and already started the
-candidate hosts (they import torch while this process does). Validates that line, resolves the device,
+Entered from ``worker.judge_start``, which has imported torch, forked the factory candidate hosts are forked
+from (host_factory.py), read the ``JudgeBoot`` line from stdin and already started the candidate hosts. Validates that line, resolves the device,
 warms up under the device's shared lease and says ``Ready``. Then it waits: for one
 ``JudgeRequest`` line (a warm judge may wait a long time), or for end of input, which means it is not
 needed. Writes signed JSON lines (ready, progress, then one result) to RESULT_FD.
@@ -106,8 +106,8 @@ def loaded_digests() -> dict[str, str]:
 
 
 def boot(boot: JudgeBoot, reporter: Reporter, hosts: Hosts | None) -> tuple[Device | None, Hosts]:
-    """Hosts first (they boot while this process imports torch; judge_start may have started them), then
-    the device and the warm-up."""
+    """Hosts first (they boot while this process validates and warms up; judge_start may have started
+    them), then the device and the warm-up."""
     from kernel_mcp.worker.resolve import guess_kind, resolve
     hosts = hosts or Hosts(guess_kind(boot.device), boot.run_token, boot.warm_profiler, boot.hosts)
     device, error = resolve(boot.device)

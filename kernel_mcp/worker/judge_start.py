@@ -1,5 +1,6 @@
-"""The judge process's first step: its candidate hosts start from the boot line before the judge imports
-anything heavy (pydantic and the result models, 0.3-0.5 s, then torch), so they boot alongside it.
+"""The judge process's first step: before it reads its boot line (which carries the key), it imports torch and
+what a candidate host needs and forks the factory its hosts will be forked from (host_factory.py); then
+it starts its candidate hosts from the boot line, so they boot while it validates the line and warms up.
 
 Started by ``worker.client`` (isolated Python, see ``client.JUDGE_BOOT``) with the fd of its result pipe. The
 boot line is read here as plain JSON and only what a host needs is taken from it, each field checked; the
@@ -14,7 +15,7 @@ import sys
 import threading
 import time
 
-from kernel_mcp.worker import proctree, sandbox, trace
+from kernel_mcp.worker import host_factory, proctree, sandbox, trace
 from kernel_mcp.worker.hosts import Hosts
 from kernel_mcp.worker.resolve import guess_kind
 
@@ -54,8 +55,13 @@ def end_with_caller(token: str | None, poll_s: float = 0.2) -> None:
     threading.Thread(target=watch, name="caller-watch", daemon=True).start()
 
 
-def main(fd: int) -> None:
+def main(fd: int, requested: str = "") -> None:
+    """``requested``: the device asked for (its boot line says it again, validated): hosts that will run
+    Triton on a GPU get Triton imported before the fork too."""
     sandbox.harden_trusted_process()
+    # no torch device plugins from entry points, in the judge nor in the hosts forked from it
+    os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    host_factory.start(gpu_hosts=bool(requested) and guess_kind(requested) == "cuda")
     line = sys.stdin.readline()
     hosts = early_hosts(line)
     end_with_caller(hosts.run_token if hosts is not None else None)

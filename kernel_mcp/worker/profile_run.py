@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel_mcp import stats, tensors
 from kernel_mcp.results import Finding, ProfileResult, ProfileSettings
-from kernel_mcp.worker import proctree, timing
+from kernel_mcp.worker import host_factory, proctree, timing
 from kernel_mcp.worker.check_run import check_on, open_session, prepare
 from kernel_mcp.worker.outputs import judge_values, output_integrity
 from kernel_mcp.worker.profile_verdict import decide, time_all_shapes
@@ -118,6 +118,7 @@ class Profiler:
         each candidate host: a daemon that double-forked re-parents to the judge (a subreaper) and would
         escape a per-host stop, free to load the machine while the reference is timed."""
         keep = set() if active is None else {active.proc.pid, *proctree.descendants(active.proc.pid)}
+        keep.add(host_factory.factory_pid())  # trusted and idle; a host may be asked of it meanwhile
         self.stopped = proctree.stop_descendants(os.getpid(), keep)
 
     def resume_all(self) -> None:

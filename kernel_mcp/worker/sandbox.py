@@ -135,6 +135,36 @@ def make_preexec(limit_address_space: int | None, isolate: bool, writable: tuple
     return preexec
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+_CAPABILITY_VERSION_3 = 0x20080522  # linux/capability.h: two 32-bit words per set
+
+
+def drop_capabilities_now() -> None:
+    """For a process that runs candidate code without an exec (worker/host_factory.py): make its effective
+    and permitted capabilities those a root candidate keeps (dropping them from the bounding set only takes
+    effect at an exec). Nothing to do for other users, who hold none."""
+    if os.geteuid() != 0:
+        return
+    mask = sum(1 << cap for cap in _KEEP_CAPS)
+    header, data = _CapHeader(_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if _libc.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    for word in (0, 1):  # keep only what the process has (adding one would be refused)
+        keep = mask >> (32 * word) & 0xFFFFFFFF
+        data[word].effective &= keep
+        data[word].permitted &= keep
+        data[word].inheritable = 0
+    if _libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed: the host would keep root's capabilities")
+
+
 def _enter_namespaces(writable: tuple[str, ...] = ()) -> None:
     """Make the process about to exec PID 1 of a new PID namespace with its own /proc, behind a small
     trampoline, and give it a mount namespace in which every file system is read-only but ``writable``.

@@ -12,7 +12,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -22,7 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from kernel_mcp.worker import channel, kernel_cache, mounts, proctree, sandbox
+from kernel_mcp.worker import channel, host_factory, kernel_cache, mounts, proctree, sandbox
 
 LOG_TAIL = 3000
 WATCHDOG_GRACE_S = 5.0  # beyond the caller's timeout, before the watchdog kills a stuck candidate
@@ -100,10 +99,8 @@ class CandidateSession:
         self.conn = Connection(judge_end.detach())
         limit = sandbox.default_address_space_limit() if device_kind == "cpu" else None
         with open(self.log_path, "wb") as log:
-            self.proc = sandbox.spawn_untrusted(
-                [sys.executable, "-B", "-P", "-m", "kernel_mcp.worker.candidate_host", str(host_end.fileno())],
-                self._environment(device_kind), self.scratch, log, host_end.fileno(), limit, sandbox.namespaces_wanted(),
-                writable=(self.tmp,))
+            self.proc = host_factory.start_host("kernel_mcp.worker.candidate_host", host_end.fileno(),
+                                                self._environment(device_kind), self.scratch, log, limit, (self.tmp,))
         host_end.close()
         self.conn.send({"authkey": _shared_authkey(), "profiler": profiler, "kind": device_kind})
 

@@ -1,0 +1,71 @@
+"""Cheat: look for the judge's HMAC key in this process's own memory (DESIGN rule 1: the candidate never
+holds what signs the verdict).
+
+Candidate hosts are forked from a copy of the judge (worker/host_factory.py). Had that copy been taken after
+the judge read its boot line, every host would start with the key in its memory (the line as text, the key
+as bytes), readable without any permission: ``/proc/self/mem``. With the key, a result could be signed.
+This fixture is told the key out of band by the test (tests/test_host_factory.py writes
+``KERNEL_MCP_TEST_STATE_DIR/judge_key.json``: the first bytes and the SHA-256 of the raw key and of its hex,
+never the key itself), searches every readable private mapping of its own memory for the raw key and
+for its hex, and writes what it found to ``own_memory.json`` beside it (and
+whether it was forked: then its command line is the judge's). As a
+control it also looks for a random value it made itself, to show the scan reads the heap.
+Its output is honest: the test reads the report, not the verdict.
+"""
+import hashlib
+import json
+import os
+import secrets
+
+from _cheat_util import STATE_DIR, write_atomic
+
+MAX_REGION = 1 << 30
+ANCHOR = 8  # bytes of a needle searched for; the rest is compared by hash, so that no whole needle is
+# ever in this process's memory (the search would find its own copy)
+_done = []
+
+def _private_regions():
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            parts = line.split()
+            start, end = (int(x, 16) for x in parts[0].split("-"))
+            path = parts[5] if len(parts) > 5 else ""
+            # the heap, anonymous memory, the stack, and writable data of loaded files: where a copied
+            # Python object or buffer would be; not [vvar]/[vsyscall] (not readable this way)
+            if parts[1].startswith("rw") and end - start <= MAX_REGION and not path.startswith("[v"):
+                yield start, end
+
+def _search(needles):
+    """needles: name -> (anchor, length, sha256 of the whole needle). Which were found."""
+    found = {name: False for name in needles}
+    with open("/proc/self/mem", "rb", buffering=0) as mem:
+        for start, end in _private_regions():
+            try:
+                mem.seek(start)
+                region = mem.read(end - start)
+            except OSError:
+                continue
+            for name, (anchor, length, digest) in needles.items():
+                at = region.find(anchor)
+                while at != -1 and not found[name]:
+                    found[name] = hashlib.sha256(region[at:at + length]).hexdigest() == digest
+                    at = region.find(anchor, at + 1)
+    return found
+
+def _report():
+    with open(os.path.join(STATE_DIR, "judge_key.json")) as given:  # anchors and hashes, never the key
+        needles = {name: (bytes.fromhex(anchor), length, digest)
+                   for name, (anchor, length, digest) in json.load(given).items()}
+    control = secrets.token_bytes(32)  # kept alive while the scan runs
+    needles["control"] = (control[:ANCHOR], 32, hashlib.sha256(control).hexdigest())
+    found = _search(needles)
+    with open("/proc/self/cmdline", "rb") as cmdline:  # a forked host has the judge's command line
+        found["forked"] = b"kernel_mcp.worker.judge_start" in cmdline.read()
+    write_atomic(os.path.join(STATE_DIR, "own_memory.json"), json.dumps(found))
+    return control
+
+def custom_kernel(data):
+    a, b = data
+    if not _done:
+        _done.append(_report())
+    return a + b
