@@ -40,6 +40,7 @@ def test_a_host_holds_no_copy_of_the_judges_key(fork, monkeypatch):
     assert found["control"] is True, "the scan did not read the heap: it proves nothing"
     assert found["key"] is False and found["key_hex"] is False, found
     assert found["forked"] is (fork == "1"), found  # the host was made the way asked for
+    assert found["dumpable"] is True, found  # as an exec leaves it (the judge is not): /proc scans see it
 
 
 FALLBACK = """
@@ -68,7 +69,7 @@ def test_hosts_the_factory_cannot_make_are_exec_d_not_failed():
     """A lost factory, or a host that must run Triton's interpreter where Triton was imported for GPU
     hosts: such hosts are started as fresh interpreters, and boot."""
     done = subprocess.run([sys.executable, "-c", FALLBACK], capture_output=True, text=True, timeout=300,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": repo_pythonpath()})
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": repo_pythonpath(), "KERNEL_MCP_FORK_HOSTS": "1"})
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
@@ -106,5 +107,5 @@ def test_a_host_slow_to_run_after_its_fork_still_goes_on():
     host must know which process it waits to leave, not ask its parent's pid then (it once did, and waited
     forever when the judge was already its parent: 4 checks in a 2-core suite run, more on 16 cores)."""
     done = subprocess.run([sys.executable, "-c", MANY, "8"], capture_output=True, text=True, timeout=300,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": repo_pythonpath()})
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": repo_pythonpath(), "KERNEL_MCP_FORK_HOSTS": "1"})
     assert done.returncode == 0 and done.stdout.strip() == "stuck []", (done.stdout, done.stderr[-3000:])

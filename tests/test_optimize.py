@@ -81,8 +81,8 @@ def test_tune_killed_mid_search_resumes_without_rerunning_anything_and_reports(t
     first = subprocess.Popen(_command(*args), cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, start_new_session=True)
     measured = lambda: sorted(p.name for p in (run / "cache").glob("tune-*.json"))  # noqa: E731
-    try:
-        assert _wait_for(lambda: len(measured()) >= 2, first, 300), first.communicate(timeout=30)
+    try:  # killed after its first comparison: the search always has another to make (a step the other way)
+        assert _wait_for(lambda: len(measured()) >= 1, first, 300), first.communicate(timeout=30)
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the CLI and every process it started
         first.wait()
@@ -94,16 +94,22 @@ def test_tune_killed_mid_search_resumes_without_rerunning_anything_and_reports(t
     records = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
     kinds = [r["kind"] for r in records]
     done = [r for r in records if r["kind"] == "done"]
-    # the baseline once, then the tuned winner; nothing measured before the kill was measured again
-    assert [d["role"] for d in done] == ["baseline", "tuned"] and kinds.count("resumed") == 1
+    # resumed once; nothing measured before the kill was measured again
+    assert kinds.count("resumed") == 1
     assert all((run / "cache" / name).stat().st_mtime_ns == mtime for name, mtime in before.items())
     tuned = next(r for r in records if r["kind"] == "tuned")
-    # a real, confirmed gain (how far the search climbs is noise's call: BLOCK 2048 -> 4096 is within the A/A
-    # margin on a loaded CPU, so CI saw both 2048 and 4096+; tests/test_tune_driver.py holds the search to a
-    # known best)
+    assert tuned["start"]["BLOCK"] == 1024 and summary["finished"].startswith("tuned")
     delta = next(r for r in records if r["kind"] == "noise")["delta"]  # the run's A/A margin
-    assert tuned["start"]["BLOCK"] == 1024 and tuned["best"]["BLOCK"] >= 2048 and tuned["speedup"][1] > 1 + delta
-    assert summary["finished"].startswith("tuned") and summary["gain_over_baseline"] > 1 + delta
+    if tuned["best"] == tuned["start"]:
+        # whether BLOCK 2048's ~1.5x clears the A/A margin is noise's call on a CPU (this machine's margin
+        # was 0.35-0.6 on 2026-12-02); tests/test_tune_driver.py holds the search to a known best. Then the
+        # baseline stays, evaluated once, and nothing else is claimed
+        assert [d["role"] for d in done] == ["baseline"], done
+        return
+    # the baseline once, then the tuned winner, with a real, confirmed gain
+    assert [d["role"] for d in done] == ["baseline", "tuned"]
+    assert tuned["best"]["BLOCK"] >= 2048 and tuned["speedup"][1] > 1 + delta
+    assert summary["gain_over_baseline"] > 1 + delta
     assert summary["best"]["how"] == "tune" and f"BLOCK = {tuned['best']['BLOCK']}" in open(summary["best"]["file"]).read()
     report = (run / "report" / "report.md").read_text()
     assert "## Lineage" in report and "* " in report and "+BLOCK = " in report and "-BLOCK = 1024" in report

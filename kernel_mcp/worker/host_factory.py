@@ -17,7 +17,9 @@ working folder, only its socket and its log open. It runs no other candidate's c
 loads one). It is re-parented to the judge (a subreaper) before it does any of that, so the judge waits
 for it, reads its exit status and kills its tree as it did an exec'd host's.
 
-Where a fork would not be safe (a Python thread already running in the judge, no subreaper) or
+Forked by default where the device asked for is a GPU (verified on an H200); CPU hosts only with
+``KERNEL_MCP_FORK_HOSTS=1`` until forked hosts are shown harmless to CPU timing (BENCHMARKS.md, eleventh
+session). Where a fork would not be safe (a Python thread already running in the judge, no subreaper) or
 ``KERNEL_MCP_FORK_HOSTS=0`` asks for it, hosts are exec'd as before.
 """
 from __future__ import annotations
@@ -41,8 +43,11 @@ _MAX_REQUEST = 1 << 20
 _factory: list[Factory] = []  # this judge's factory, once started
 
 
-def wanted() -> bool:
-    return os.environ.get(FORK_VAR, "1") != "0"
+def wanted(gpu_hosts: bool) -> bool:
+    """By default for GPU hosts (verified on an H200); CPU hosts only with KERNEL_MCP_FORK_HOSTS=1 (see
+    start_host and BENCHMARKS.md: not yet shown harmless to CPU timing); =0 turns it off everywhere."""
+    setting = os.environ.get(FORK_VAR, "")
+    return setting == "1" or (setting == "" and gpu_hosts)
 
 
 def preload(gpu_hosts: bool) -> None:
@@ -62,7 +67,7 @@ def preload(gpu_hosts: bool) -> None:
 def start(gpu_hosts: bool = False) -> bool:
     """In the judge, before it reads its boot line: preload and fork the factory. False (hosts are exec'd)
     where that is not wanted or not safe. ``gpu_hosts``: the device asked for is a GPU (a guess)."""
-    if not wanted() or not _is_subreaper():
+    if not wanted(gpu_hosts) or not _is_subreaper():
         return False
     preload(gpu_hosts)
     if threading.active_count() != 1:
@@ -78,12 +83,20 @@ def start(gpu_hosts: bool = False) -> bool:
 
 
 def start_host(module: str, fd: int, env: dict[str, str], scratch: Path, log, limit: int | None,
-               writable: tuple[Path, ...]):
+               writable: tuple[Path, ...], fork: bool = True):
     """A process running ``module``'s main (``fd``: its socket, as sys.argv[1]): forked by this judge's
-    factory where it has one, else exec'd (sandbox.spawn_untrusted). Returns its Popen, or an Adopted."""
+    factory where it has one and ``fork`` allows, else exec'd (sandbox.spawn_untrusted). Returns its
+    Popen, or an Adopted.
+
+    The judge's side asks for an exec'd host where the host will be timed on the CPU: there the time is
+    the host's own CPU work, and a forked host's first writes to the pages it shares with the judge
+    (copy-on-write faults: every Python object it touches) may land in it. Caution, not a measured effect:
+    a CPU tune test (test_optimize's killed tune) failed more often with forked hosts than the suite's
+    history, also after this exclusion (BENCHMARKS.md). GPU timing is device time (CUDA events), verified
+    with forked hosts on the H200."""
     from kernel_mcp.worker import sandbox
     isolate = sandbox.namespaces_wanted()
-    if _factory:
+    if _factory and fork:
         try:
             return _factory[0].spawn(module, fd, env, scratch, log, limit, isolate, writable)
         except OSError:
@@ -240,6 +253,8 @@ def _become_host(request: dict, fds: list[int], sock: socket.socket, middle: int
         tempfile.tempdir = None  # gettempdir() reads the new TMPDIR
         sandbox.make_preexec(request["limit"], request["isolate"], tuple(request["writable"]))()
         sandbox.drop_capabilities_now()  # what the exec would have done after the bounding set's drop
+        sandbox.dumpable_again()  # as after an exec: the judge (and this copy of it) is not; the harness's
+        # scans of /proc/<pid>/environ for leftovers (proctree.kill_by_token) must see this process
         sys.argv = [request["module"], str(pass_fd)]
         import importlib
         importlib.import_module(request["module"]).main()  # ends the process itself (channel.serve_inherited)

@@ -165,6 +165,12 @@ def drop_capabilities_now() -> None:
         raise OSError(ctypes.get_errno(), "capset failed: the host would keep root's capabilities")
 
 
+def dumpable_again() -> None:
+    """For a process that runs candidate code without an exec: dumpable, as an exec would have made it
+    (its parent, the judge, is not; see harden_trusted_process)."""
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+
+
 def _enter_namespaces(writable: tuple[str, ...] = ()) -> None:
     """Make the process about to exec PID 1 of a new PID namespace with its own /proc, behind a small
     trampoline, and give it a mount namespace in which every file system is read-only but ``writable``.
