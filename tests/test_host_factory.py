@@ -43,11 +43,23 @@ def test_a_host_holds_no_copy_of_the_judges_key(fork, monkeypatch):
     assert found["dumpable"] is True, found  # as an exec leaves it (the judge is not): /proc scans see it
 
 
-FALLBACK = """
-import ctypes, os, sys
-ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # a subreaper, as the judge is
-from kernel_mcp.worker import host_factory, proctree
+# a script's first lines: a process made as the judge makes itself (a non-dumpable subreaper)
+AS_JUDGE = """
+import os, sys, time
+from kernel_mcp.worker import host_factory, proctree, sandbox
 from kernel_mcp.worker.session import CandidateSession
+sandbox.harden_trusted_process()
+"""
+
+
+def run_as_judge(script: str, *args: str) -> subprocess.CompletedProcess:
+    """``script`` after AS_JUDGE in a fresh interpreter, forked hosts asked for (on a CPU too)."""
+    return subprocess.run([sys.executable, "-c", AS_JUDGE + script, *args], capture_output=True, text=True,
+                          timeout=300, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": repo_pythonpath(),
+                                            "KERNEL_MCP_FORK_HOSTS": "1"})
+
+
+FALLBACK = """
 assert host_factory.start(gpu_hosts=True), "the factory did not start"
 made = lambda session: type(session.proc).__name__
 forked = CandidateSession("cuda", "ab" * 16)  # a GPU host (it boots on a CPU too, warmed for "cpu")
@@ -68,16 +80,11 @@ print("ok")
 def test_hosts_the_factory_cannot_make_are_exec_d_not_failed():
     """A lost factory, or a host that must run Triton's interpreter where Triton was imported for GPU
     hosts: such hosts are started as fresh interpreters, and boot."""
-    done = subprocess.run([sys.executable, "-c", FALLBACK], capture_output=True, text=True, timeout=300,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": repo_pythonpath(), "KERNEL_MCP_FORK_HOSTS": "1"})
+    done = run_as_judge(FALLBACK)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
 MANY = """
-import ctypes, os, sys, time
-ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # a subreaper, as the judge is
-from kernel_mcp.worker import host_factory
-from kernel_mcp.worker.session import CandidateSession
 fork = host_factory._fork
 def slow_child_fork():  # each new process waits for a core a while, as on a loaded machine
     pid = fork()
@@ -106,6 +113,5 @@ def test_a_host_slow_to_run_after_its_fork_still_goes_on():
     """The host's parent (the factory's middle process) may have exited before the host first runs: the
     host must know which process it waits to leave, not ask its parent's pid then (it once did, and waited
     forever when the judge was already its parent: 4 checks in a 2-core suite run, more on 16 cores)."""
-    done = subprocess.run([sys.executable, "-c", MANY, "8"], capture_output=True, text=True, timeout=300,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": repo_pythonpath(), "KERNEL_MCP_FORK_HOSTS": "1"})
+    done = run_as_judge(MANY, "8")
     assert done.returncode == 0 and done.stdout.strip() == "stuck []", (done.stdout, done.stderr[-3000:])

@@ -37,7 +37,6 @@ from pathlib import Path
 
 FORK_VAR = "KERNEL_MCP_FORK_HOSTS"
 HOST_MODULES = ("kernel_mcp.worker.candidate_host",)  # what a forked process may be made to run
-PR_GET_CHILD_SUBREAPER = 37
 _MAX_REQUEST = 1 << 20
 
 _factory: list[Factory] = []  # this judge's factory, once started
@@ -67,7 +66,8 @@ def preload(gpu_hosts: bool) -> None:
 def start(gpu_hosts: bool = False) -> bool:
     """In the judge, before it reads its boot line: preload and fork the factory. False (hosts are exec'd)
     where that is not wanted or not safe. ``gpu_hosts``: the device asked for is a GPU (a guess)."""
-    if not wanted(gpu_hosts) or not _is_subreaper():
+    from kernel_mcp.worker import sandbox
+    if not wanted(gpu_hosts) or not sandbox.is_subreaper():
         return False
     preload(gpu_hosts)
     if threading.active_count() != 1:
@@ -161,13 +161,6 @@ class Adopted:
         return self.returncode
 
 
-def _is_subreaper() -> bool:
-    import ctypes
-    value = ctypes.c_int(0)
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0) == 0 and value.value == 1
-
-
 def _fork() -> int:
     """os.fork, without Python 3.12's warning about native threads: the only ones here at fork time are
     OpenBLAS's pool (numpy starts it on import), which OpenBLAS itself stops before a fork and restarts
@@ -184,8 +177,7 @@ def _serve(sock: socket.socket) -> None:
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0)  # the pipe the boot line (with the key) is about to arrive on
-        os.closerange(3, sock.fileno())
-        os.closerange(sock.fileno() + 1, 1 << 16)
+        _keep_only(sock.fileno())
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the caller; the judge ends us
         while True:
             message, fds, _, _ = socket.recv_fds(sock, _MAX_REQUEST, 2)
@@ -235,17 +227,11 @@ def _become_host(request: dict, fds: list[int], sock: socket.socket, middle: int
         while os.getppid() == middle:  # the middle process is exiting; the namespace trampoline
             time.sleep(0.0005)          # watches its parent from then on, which must be the judge
         pass_fd, log_fd = fds
-        sock.close()
+        sock.close()  # through its object, which would otherwise close whatever later takes its number
         os.setpgid(0, 0)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
-        keep = {0, 1, 2, pass_fd}
-        for fd in _open_fds():
-            if fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        _keep_only(pass_fd)  # the log's own fd and whatever else the judge had open
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -266,8 +252,7 @@ def _become_host(request: dict, fds: list[int], sock: socket.socket, middle: int
         os._exit(code)
 
 
-def _open_fds() -> list[int]:
-    try:
-        return [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        return list(range(3, 1024))
+def _keep_only(fd: int) -> None:
+    """Close every descriptor but stdin, stdout, stderr and ``fd``."""
+    os.closerange(3, fd)
+    os.closerange(fd + 1, 1 << 16)

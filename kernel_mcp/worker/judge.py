@@ -198,15 +198,16 @@ def _note_judge_peak(result: CheckResult | ProfileResult, device: Device) -> int
 def private_caches() -> str:
     """Build caches only this judge writes or reads (a Triton reference's kernels, torch.compile, torch
     extensions) in a new folder inside kernel_mcp's cache, which candidate processes see read-only (a file
-    a process has loaded, rewritten in place, changes the code it runs), and no torch device plugins loaded
-    from entry points. Returns the folder (removed when the judge ends)."""
+    a process has loaded, rewritten in place, changes the code it runs). (No torch device plugins from
+    entry points: judge_start.main, before torch is imported.) Returns the folder (removed when the judge
+    ends)."""
     from kernel_mcp.cache import cache_root
     parent = cache_root() / "judges"
     parent.mkdir(parents=True, exist_ok=True)
     folder = tempfile.mkdtemp(prefix="kmcp-judge-", dir=parent)
     os.environ.update(TRITON_CACHE_DIR=os.path.join(folder, "triton"),
                       TORCH_EXTENSIONS_DIR=os.path.join(folder, "torch_extensions"),
-                      TORCHINDUCTOR_CACHE_DIR=os.path.join(folder, "inductor"), TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+                      TORCHINDUCTOR_CACHE_DIR=os.path.join(folder, "inductor"))
     return folder
 
 

@@ -65,7 +65,7 @@ def untrusted_env(scratch: Path, run_token: str) -> dict[str, str]:
                       **{RUN_TOKEN_VAR: run_token, CACHE_VAR: str(cache_root())}, **scratch_env(scratch))
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton's current default, stated to silence its warning
     env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "torchinductor")  # never another process's (the judge's)
-    env.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)  # the judge's own setting (judge.private_caches)
+    env.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)  # the judge's own setting (judge_start.main)
     env.pop("TRITON_INTERPRET", None)  # set by the caller where wanted, never inherited
     return env
 
@@ -96,7 +96,7 @@ def new_scratch(prefix: str) -> Path:
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
-PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 4, 36, 38, 24
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 4, 36, 37, 38, 24
 CAP_SYS_PTRACE = 19
 CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x10000000, 0x00020000
 
@@ -109,6 +109,12 @@ def harden_trusted_process(reaper: bool = True) -> None:
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     if reaper:
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def is_subreaper() -> bool:
+    """True if this process is a subreaper (harden_trusted_process made it one): orphans re-parent to it."""
+    value = ctypes.c_int(0)
+    return _libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0) == 0 and value.value == 1
 
 
 # Capabilities a root candidate keeps: none it could use against the judge, the caller or the machine.

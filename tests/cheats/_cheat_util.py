@@ -45,6 +45,34 @@ def ancestors(levels=4):
     return found
 
 
+MAX_REGION = 1 << 30  # larger writable mappings are reservations, not objects worth reading
+
+
+def maps(pid):
+    """(start, end, permissions, file offset, path) of each mapping of ``pid`` ("self" for this process)."""
+    regions = []
+    for line in open(f"/proc/{pid}/maps"):
+        parts = line.split()
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        regions.append((start, end, parts[1], int(parts[2], 16), parts[5] if len(parts) > 5 else ""))
+    return regions
+
+
+def readable_regions(pid):
+    """The bytes of each writable mapping of ``pid`` that /proc/<pid>/mem lets this process read: the heap,
+    anonymous memory, the stack, loaded files' data, where a Python object or a buffer would be (not
+    [vvar]/[vsyscall], which cannot be read this way)."""
+    with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        for start, end, perms, _, path in maps(pid):
+            if not perms.startswith("rw") or end - start > MAX_REGION or path.startswith("[v"):
+                continue
+            try:
+                mem.seek(start)
+                yield mem.read(end - start)
+            except OSError:
+                continue
+
+
 def scrub_environ():
     """Zero this process's initial environment block, the memory /proc/<pid>/environ shows, so that a
     harness looking for leftover processes by an inherited environment variable no longer finds it."""

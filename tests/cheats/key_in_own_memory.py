@@ -19,39 +19,22 @@ import json
 import os
 import secrets
 
-from _cheat_util import STATE_DIR, write_atomic
+from _cheat_util import STATE_DIR, readable_regions, write_atomic
 
-MAX_REGION = 1 << 30
 ANCHOR = 8  # bytes of a needle searched for; the rest is compared by hash, so that no whole needle is
 # ever in this process's memory (the search would find its own copy)
 _done = []
 
-def _private_regions():
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            parts = line.split()
-            start, end = (int(x, 16) for x in parts[0].split("-"))
-            path = parts[5] if len(parts) > 5 else ""
-            # the heap, anonymous memory, the stack, and writable data of loaded files: where a copied
-            # Python object or buffer would be; not [vvar]/[vsyscall] (not readable this way)
-            if parts[1].startswith("rw") and end - start <= MAX_REGION and not path.startswith("[v"):
-                yield start, end
 
 def _search(needles):
     """needles: name -> (anchor, length, sha256 of the whole needle). Which were found."""
     found = {name: False for name in needles}
-    with open("/proc/self/mem", "rb", buffering=0) as mem:
-        for start, end in _private_regions():
-            try:
-                mem.seek(start)
-                region = mem.read(end - start)
-            except OSError:
-                continue
-            for name, (anchor, length, digest) in needles.items():
-                at = region.find(anchor)
-                while at != -1 and not found[name]:
-                    found[name] = hashlib.sha256(region[at:at + length]).hexdigest() == digest
-                    at = region.find(anchor, at + 1)
+    for region in readable_regions("self"):
+        for name, (anchor, length, digest) in needles.items():
+            at = region.find(anchor)
+            while at != -1 and not found[name]:
+                found[name] = hashlib.sha256(region[at:at + length]).hexdigest() == digest
+                at = region.find(anchor, at + 1)
     return found
 
 def _report():

