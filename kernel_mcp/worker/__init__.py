@@ -5,7 +5,9 @@ Processes, trust decreasing inward:
 caller (CLI, MCP server; never imports problem or candidate code) holds a *runner* (runner.py): it
   guards the files the harness relies on where candidates could write them, takes the device's lease
   (lease.py: exclusive for timing, shared for checks while their memory fits), starts the processes below
-  and reads their results. Messages are typed (protocol.py) and validated where they arrive.
+  and reads their results. Messages are typed (protocol.py) and validated where they arrive. Judges and
+  step hosts are forked from its fork server (fork_server.py: an isolated interpreter with torch and the
+  harness imported, which never holds a secret), or started as fresh interpreters where it cannot be used.
   -> judge (``judge.py``; trusted): started isolated (``python -S -I``), non-dumpable. Boots first
      (judge_start.py imports torch and forks the factory its candidate hosts are forked from before it
      reads its boot line, then starts them from that line: host_factory.py; warm.py pays

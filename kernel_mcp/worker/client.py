@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernel_mcp.worker import channel, proctree, sandbox, trace
+from kernel_mcp.worker import channel, fork_client, proctree, sandbox, trace
 
 if TYPE_CHECKING:
     from kernel_mcp.worker.protocol import Final, JudgeRequest, Progress, ProgressFn, Ready
@@ -60,18 +60,28 @@ class JudgeProcess:
         self.started = time.monotonic()
         self._buffer = b""
         self.on_memory_need: Callable[[int], None] | None = None  # the runner resizes its lease reservation
-        self.read_fd, write_fd = os.pipe()
         self.log = tempfile.TemporaryFile()
-        trace.mark("caller: starting a judge")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-S", "-I", "-B", "-c", JUDGE_BOOT, json.dumps(judge_sys_path()), str(write_fd), device],
-            pass_fds=[write_fd], stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
-            env=judge_env(), start_new_session=True)
-        os.close(write_fd)
         # the fields of protocol.JudgeBoot, which the judge validates; written as plain JSON so that the judge
         # gets its boot line (and starts its candidate hosts) before this process has imported pydantic
-        self._write(json.dumps({"key": self.key.hex(), "run_token": self.token, "device": device, "hosts": hosts,
-                                "warm_profiler": warm_profiler, "trace": trace.target()}))
+        self._boot_line = json.dumps({"key": self.key.hex(), "run_token": self.token, "device": device,
+                                      "hosts": hosts, "warm_profiler": warm_profiler, "trace": trace.target()})
+        self._start(device, fork=True)
+
+    def _start(self, device: str, fork: bool) -> None:
+        """Forked by this process's fork server where it can (fork_server.py), else a fresh interpreter;
+        either way given its boot line at once."""
+        self.read_fd, write_fd = os.pipe()
+        trace.mark("caller: starting a judge")
+        sys_path, env = judge_sys_path(), judge_env()
+        server = fork_client.for_this_caller() if fork else None
+        forked = server.judge(env, device, write_fd, self.log) if server else None
+        self.proc = forked or subprocess.Popen(
+            [sys.executable, "-S", "-I", "-B", "-c", JUDGE_BOOT, json.dumps(sys_path), str(write_fd), device],
+            pass_fds=[write_fd], stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
+            env=env, start_new_session=True)
+        os.close(write_fd)
+        self._device = device
+        self._write(self._boot_line)
 
     def _write(self, line: str) -> None:
         try:
@@ -159,6 +169,12 @@ class JudgeProcess:
                 if not sel.select(timeout=min(1.0, left)):
                     continue
                 chunk = os.read(self.read_fd, 1 << 16)
+                if not chunk and self._never_forked():
+                    sel.unregister(self.read_fd)
+                    self.close_pipes()
+                    self._start(self._device, fork=False)  # the same boot line, to a fresh interpreter
+                    sel.register(self.read_fd, selectors.EVENT_READ)
+                    continue
                 if not chunk:
                     raise JudgeFailure(self._exited())
                 self._buffer += chunk
@@ -189,8 +205,11 @@ class JudgeProcess:
         tail = self.log.read()[-LOG_TAIL:].decode(errors="replace")
         return f"the judge exited (code {self.proc.returncode}) without a result\n{tail}"
 
-    def close(self) -> None:
-        """End the judge (if still running), its whole tree, and every process carrying its run token."""
+    def _never_forked(self) -> bool:
+        """Its fork server ended or refused before forking it (it is then started exec'd: nothing ran yet)."""
+        return isinstance(self.proc, fork_client.Forked) and self.proc.never_started
+
+    def close_pipes(self) -> None:
         try:
             self.proc.stdin.close()
         except OSError:
@@ -198,9 +217,12 @@ class JudgeProcess:
         if self.read_fd >= 0:
             os.close(self.read_fd)
             self.read_fd = -1
-        proctree.kill_tree(self.proc.pid)
+
+    def close(self) -> None:
+        """End the judge (if still running), its whole tree, and every process carrying its run token."""
+        self.close_pipes()
+        fork_client.end(self.proc)
         proctree.kill_by_token(self.token)  # candidate processes that escaped the tree (killed the judge...)
-        self.proc.wait()
         self.log.close()
         trace.mark("caller: judge closed")
 

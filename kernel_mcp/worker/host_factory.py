@@ -17,9 +17,8 @@ working folder, only its socket and its log open. It runs no other candidate's c
 loads one). It is re-parented to the judge (a subreaper) before it does any of that, so the judge waits
 for it, reads its exit status and kills its tree as it did an exec'd host's.
 
-Forked by default where the device asked for is a GPU (verified on an H200); CPU hosts only with
-``KERNEL_MCP_FORK_HOSTS=1`` until forked hosts are shown harmless to CPU timing (BENCHMARKS.md, eleventh
-session). Where a fork would not be safe (a Python thread already running in the judge, no subreaper) or
+Forked by default (verified on an H200; on a CPU, timed by the same figures as exec'd hosts: ``start_host``).
+Where a fork would not be safe (a Python thread already running in the judge, no subreaper) or
 ``KERNEL_MCP_FORK_HOSTS=0`` asks for it, hosts are exec'd as before.
 """
 from __future__ import annotations
@@ -42,11 +41,9 @@ _MAX_REQUEST = 1 << 20
 _factory: list[Factory] = []  # this judge's factory, once started
 
 
-def wanted(gpu_hosts: bool) -> bool:
-    """By default for GPU hosts (verified on an H200); CPU hosts only with KERNEL_MCP_FORK_HOSTS=1 (see
-    start_host and BENCHMARKS.md: not yet shown harmless to CPU timing); =0 turns it off everywhere."""
-    setting = os.environ.get(FORK_VAR, "")
-    return setting == "1" or (setting == "" and gpu_hosts)
+def wanted() -> bool:
+    """By default (KERNEL_MCP_FORK_HOSTS=0 turns it off)."""
+    return os.environ.get(FORK_VAR, "") != "0"
 
 
 def preload(gpu_hosts: bool) -> None:
@@ -67,7 +64,7 @@ def start(gpu_hosts: bool = False) -> bool:
     """In the judge, before it reads its boot line: preload and fork the factory. False (hosts are exec'd)
     where that is not wanted or not safe. ``gpu_hosts``: the device asked for is a GPU (a guess)."""
     from kernel_mcp.worker import sandbox
-    if not wanted(gpu_hosts) or not sandbox.is_subreaper():
+    if not wanted() or not sandbox.is_subreaper():
         return False
     preload(gpu_hosts)
     if threading.active_count() != 1:
@@ -83,20 +80,19 @@ def start(gpu_hosts: bool = False) -> bool:
 
 
 def start_host(module: str, fd: int, env: dict[str, str], scratch: Path, log, limit: int | None,
-               writable: tuple[Path, ...], fork: bool = True):
+               writable: tuple[Path, ...]):
     """A process running ``module``'s main (``fd``: its socket, as sys.argv[1]): forked by this judge's
-    factory where it has one and ``fork`` allows, else exec'd (sandbox.spawn_untrusted). Returns its
-    Popen, or an Adopted.
+    factory where it has one, else exec'd (sandbox.spawn_untrusted). Returns its Popen, or an Adopted.
 
-    The judge's side asks for an exec'd host where the host will be timed on the CPU: there the time is
-    the host's own CPU work, and a forked host's first writes to the pages it shares with the judge
-    (copy-on-write faults: every Python object it touches) may land in it. Caution, not a measured effect:
-    a CPU tune test (test_optimize's killed tune) failed more often with forked hosts than the suite's
-    history, also after this exclusion (BENCHMARKS.md). GPU timing is device time (CUDA events), verified
-    with forked hosts on the H200."""
+    Hosts that will be timed are forked too. On a GPU the time is device time (CUDA events), verified
+    with forked hosts on the H200. On a CPU the time is the host's own work, where a forked host's first
+    writes to pages it shares with the judge (copy-on-write faults) could have landed: an A/B of CPU
+    timing (vector_add's Triton kernel under the interpreter, 8 alternated rounds each of an A/A and an
+    A/B comparison) found the same ratios and intervals with forked and exec'd timed hosts (BENCHMARKS.md,
+    twelfth session)."""
     from kernel_mcp.worker import sandbox
     isolate = sandbox.namespaces_wanted()
-    if _factory and fork:
+    if _factory:
         try:
             return _factory[0].spawn(module, fd, env, scratch, log, limit, isolate, writable)
         except OSError:
@@ -223,33 +219,38 @@ def _become_host(request: dict, fds: list[int], sock: socket.socket, middle: int
     """In the forked host: wait to be the judge's child, be made like an exec'd host, run its main."""
     code = 1
     try:
-        from kernel_mcp.worker import sandbox
         while os.getppid() == middle:  # the middle process is exiting; the namespace trampoline
             time.sleep(0.0005)          # watches its parent from then on, which must be the judge
-        pass_fd, log_fd = fds
         sock.close()  # through its object, which would otherwise close whatever later takes its number
-        os.setpgid(0, 0)
-        os.dup2(log_fd, 1)
-        os.dup2(log_fd, 2)
-        _keep_only(pass_fd)  # the log's own fd and whatever else the judge had open
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        tempfile.tempdir = None  # gettempdir() reads the new TMPDIR
-        sandbox.make_preexec(request["limit"], request["isolate"], tuple(request["writable"]))()
-        sandbox.drop_capabilities_now()  # what the exec would have done after the bounding set's drop
-        sandbox.dumpable_again()  # as after an exec: the judge (and this copy of it) is not; the harness's
-        # scans of /proc/<pid>/environ for leftovers (proctree.kill_by_token) must see this process
-        sys.argv = [request["module"], str(pass_fd)]
-        import importlib
-        importlib.import_module(request["module"]).main()  # ends the process itself (channel.serve_inherited)
+        become_host(request, *fds)
         code = 0
     except BaseException:  # noqa: BLE001  (the judge sees the host exit before booting, and its log)
         import traceback
         traceback.print_exc()
     finally:
         os._exit(code)
+
+
+def become_host(request: dict, pass_fd: int, log_fd: int) -> None:
+    """Make this forked process what sandbox.spawn_untrusted makes of an exec'd one, then run the request's
+    module's main (``pass_fd`` as sys.argv[1]). Used here and by the caller's fork server (step hosts)."""
+    from kernel_mcp.worker import sandbox
+    os.setpgid(0, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    _keep_only(pass_fd)  # the log's own fd and whatever else the parent had open
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    tempfile.tempdir = None  # gettempdir() reads the new TMPDIR
+    sandbox.make_preexec(request["limit"], request["isolate"], tuple(request["writable"]))()
+    sandbox.drop_capabilities_now()  # what the exec would have done after the bounding set's drop
+    sandbox.dumpable_again()  # as after an exec: the judge (and this copy of it) is not; the harness's
+    # scans of /proc/<pid>/environ for leftovers (proctree.kill_by_token) must see this process
+    sys.argv = [request["module"], str(pass_fd)]
+    import importlib
+    importlib.import_module(request["module"]).main()  # ends the process itself (channel.serve_inherited)
 
 
 def _keep_only(fd: int) -> None:

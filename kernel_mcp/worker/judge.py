@@ -91,12 +91,16 @@ class Judging:
 def loaded_digests() -> dict[str, str]:
     """sha256 of each kernel_mcp module file this process imported: the caller compares them with the files
     now on disk before using a judge that was started earlier (a file changed in between, say by a
-    candidate before the guard restored it, means this judge may run code that is no longer there)."""
+    candidate before the guard restored it, means this judge may run code that is no longer there). Files
+    its fork server imported count as they were then (fork_server.AT_IMPORT)."""
+    from kernel_mcp.worker.fork_server import AT_IMPORT
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     found = {}
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None) or ""
-        if path.startswith(root) and path.endswith(".py"):
+        if path in AT_IMPORT:
+            found[path] = AT_IMPORT[path]
+        elif path.startswith(root) and path.endswith(".py"):
             try:
                 with open(path, "rb") as handle:
                     found[path] = hashlib.sha256(handle.read()).hexdigest()

@@ -100,8 +100,7 @@ class CandidateSession:
         limit = sandbox.default_address_space_limit() if device_kind == "cpu" else None
         with open(self.log_path, "wb") as log:
             self.proc = host_factory.start_host("kernel_mcp.worker.candidate_host", host_end.fileno(),
-                                                self._environment(device_kind), self.scratch, log, limit, (self.tmp,),
-                                                fork=not (profiler and device_kind == "cpu"))
+                                                self._environment(device_kind), self.scratch, log, limit, (self.tmp,))
         host_end.close()
         self.conn.send({"authkey": _shared_authkey(), "profiler": profiler, "kind": device_kind})
 

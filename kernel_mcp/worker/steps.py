@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from kernel_mcp.worker import channel, kernel_cache, proctree, sandbox
+from kernel_mcp.worker import channel, fork_client, kernel_cache, proctree, sandbox
 from kernel_mcp.worker.protocol import StepReply
 
 MAX_REPLY_BYTES = 64 << 20
@@ -37,13 +37,30 @@ class StepProcess:
         env = sandbox.untrusted_env(self.scratch, self.token)
         if interpret:
             env["TRITON_INTERPRET"] = "1"
-        limit = sandbox.default_address_space_limit() if interpret else None
-        with open(self.log_path, "wb") as log:
-            self.proc = sandbox.spawn_untrusted([sys.executable, "-B", "-P", "-m", "kernel_mcp.worker.step_host",
-                                                 str(theirs.fileno())], env, self.scratch, log, theirs.fileno(),
-                                                limit, sandbox.namespaces_wanted())
-        theirs.close()
+        self._theirs, self._env = theirs, env
+        self.proc = self._start(fork=True)
         self.cache_key = ""
+
+    def _start(self, fork: bool):
+        """Forked by this process's fork server where it can (fork_server.py), else a fresh interpreter."""
+        limit = sandbox.default_address_space_limit() if self.interpret else None
+        module, fd = "kernel_mcp.worker.step_host", self._theirs.fileno()
+        server = fork_client.for_this_caller() if fork else None
+        with open(self.log_path, "wb") as log:
+            proc = server.host(module, fd, self._env, self.scratch, log, limit, sandbox.namespaces_wanted()) \
+                if server else None
+            return proc or sandbox.spawn_untrusted([sys.executable, "-B", "-P", "-m", module, str(fd)], self._env,
+                                                   self.scratch, log, fd, limit, sandbox.namespaces_wanted())
+
+    def _started(self) -> None:
+        """Its socket's other end closed once the process has it (a fork server that ended before forking
+        it: it is started exec'd now)."""
+        if self._theirs is None:
+            return
+        if isinstance(self.proc, fork_client.Forked) and self.proc.pid is None:
+            self.proc = self._start(fork=False)
+        self._theirs.close()
+        self._theirs = None
 
     @property
     def alive(self) -> bool:
@@ -63,6 +80,7 @@ class StepProcess:
         return reply
 
     def _exchange(self, request, timeout_s: float) -> StepReply:
+        self._started()
         try:
             self.conn.send_bytes(request.model_dump_json().encode())
         except OSError:
@@ -110,9 +128,10 @@ class StepProcess:
         return channel.read_tail(self.log_path, LOG_TAIL)
 
     def close(self) -> None:
-        proctree.kill_tree(self.proc.pid)
+        fork_client.end(self.proc)
         proctree.kill_by_token(self.token)
-        self.proc.wait()
+        if self._theirs is not None:
+            self._theirs.close()
         self.conn.close()
         if self.cache_key:
             kernel_cache.keep(self.cache_key, self.scratch)

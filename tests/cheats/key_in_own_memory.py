@@ -8,7 +8,7 @@ This fixture is told the key out of band by the test (tests/test_host_factory.py
 ``KERNEL_MCP_TEST_STATE_DIR/judge_key.json``: the first bytes and the SHA-256 of the raw key and of its hex,
 never the key itself), searches every readable private mapping of its own memory for the raw key and
 for its hex, and writes what it found to ``own_memory.json`` beside it (and
-whether it was forked: then its command line is the judge's; and whether it is dumpable, as an exec
+whether it was forked: then its command line is its judge's, not an exec'd host's; and whether it is dumpable, as an exec
 leaves a process). As a
 control it also looks for a random value it made itself, to show the scan reads the heap.
 Its output is honest: the test reads the report, not the verdict.
@@ -44,8 +44,8 @@ def _report():
     control = secrets.token_bytes(32)  # kept alive while the scan runs
     needles["control"] = (control[:ANCHOR], 32, hashlib.sha256(control).hexdigest())
     found = _search(needles)
-    with open("/proc/self/cmdline", "rb") as cmdline:  # a forked host has the judge's command line
-        found["forked"] = b"kernel_mcp.worker.judge_start" in cmdline.read()
+    with open("/proc/self/cmdline", "rb") as cmdline:  # a forked host has its judge's command line
+        found["forked"] = b"kernel_mcp.worker.candidate_host" not in cmdline.read()
     found["dumpable"] = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 1  # PR_GET_DUMPABLE: as after an exec
     write_atomic(os.path.join(STATE_DIR, "own_memory.json"), json.dumps(found))
     return control
