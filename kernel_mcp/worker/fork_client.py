@@ -26,7 +26,7 @@ _servers_lock = threading.Lock()
 
 def for_this_caller() -> ForkServer | None:
     """This process's fork server, started on first use (again where the one it had cannot be used); None
-    where processes are to be exec'd (see the module's doc)."""
+    where processes are to be exec'd (fork_server.py says when)."""
     from kernel_mcp.cache import CACHE_VAR
     from kernel_mcp.worker.client import judge_env, judge_sys_path
     if os.environ.get(FORK_VAR) == "0" or not hasattr(os, "pidfd_open"):
