@@ -30,7 +30,7 @@ MOVES = [
 ]
 
 
-@pytest.mark.long
+@pytest.mark.alone  # promotion follows a CPU timing comparison: nothing may run beside it
 @pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 def test_a_scripted_model_improves_is_refused_and_runs_dry(tmp_path, monkeypatch):
     problem = tmp_path / "vector_add"
@@ -68,12 +68,12 @@ def test_a_scripted_model_improves_is_refused_and_runs_dry(tmp_path, monkeypatch
     assert next(r.seq for r in records if r.kind == "noise") < first_comparison
 
 
-@pytest.mark.long
+@pytest.mark.alone  # promotion follows a CPU timing comparison: nothing may run beside it
 @pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 def test_a_resumed_run_finishes_what_was_in_flight_and_keeps_its_spend(tmp_path, monkeypatch):
     """The state a kill -9 leaves mid-evaluation: the baseline evaluated and promoted, $0.50 spent, a
     candidate's intent written and no result. Resumed, the loop evaluates that candidate once (and promotes
-    it only on a confirmed gain), never adds the baseline again, and adds the new turns to the old spend."""
+    it on its confirmed gain), never adds the baseline again, and adds the new turns to the old spend."""
     from kernel_mcp.agent.run_folder import candidate_hash
     problem = tmp_path / "vector_add"
     shutil.copytree(PROBLEMS / "vector_add", problem)
@@ -104,9 +104,5 @@ def test_a_resumed_run_finishes_what_was_in_flight_and_keeps_its_spend(tmp_path,
             state = folder.state
     records = read(tmp_path / "run" / "journal.jsonl")
     assert [r.model_extra["role"] for r in records if r.kind == "done"] == ["baseline", "candidate"]
-    # promoted when its gain cleared the run's A/A margin in both comparisons, which the machine's load
-    # decides (it did not once beside three other test workers on 2 cores); then it, else the baseline, leads
-    promoted = [r.model_extra["candidate_hash"] for r in records if r.kind == "promotion"][1:]
-    assert promoted in ([fast_key], []) and state.incumbents["0"] == (fast_key if promoted else base_key)
-    assert not state.pending
+    assert state.incumbents["0"] == fast_key and not state.pending
     assert abs(state.spend_usd - (0.5 + 0.001 * len(fake.requests))) < 1e-9 and state.resumptions == 1
