@@ -134,6 +134,9 @@ BUDGET_OPT = typer.Option(60.0, help="timing budget in seconds for all shapes to
 SHAPES_OPT = typer.Option("auto", help="benchmarks | tests (the small test shapes) | auto: tests on a CPU, "
                           "benchmarks on a GPU")
 JSON_OPT = typer.Option(False, "--json", help="print one JSON object")
+GPUS_OPT = typer.Option(None, help="evaluate on a warm worker per GPU: 0,1,3 | all (cuda:N numbering)")
+CLUSTER_OPT = typer.Option(None, help="evaluate as Ray tasks on an existing cluster: ray://HOST:PORT | auto "
+                           "(pip install 'kernel-mcp[ray]')")
 
 
 @app.command()
@@ -193,23 +196,31 @@ def serve(root: Path = typer.Option(Path("."), help="workspace root: every path 
                                              "at /mcp instead of stdio"),
           token: Optional[str] = typer.Option(None, envvar="KERNEL_MCP_TOKEN", show_envvar=True,
                                               help="bearer token HTTP clients must send (default: a new "
-                                              "one, printed to stderr; stdio ignores it)")) -> None:
+                                              "one, printed to stderr; stdio ignores it)"),
+          gpus: Optional[str] = GPUS_OPT, cluster: Optional[str] = CLUSTER_OPT) -> None:
     """Run the MCP server: stdio by default, or streamable HTTP behind a bearer token with --http."""
     from kernel_mcp.results import UsageError
     if not root.is_dir():
         _usage_error(UsageError(f"--root {root} is not a directory"))
+    from kernel_mcp.server import parse_listen, serve_http
+    try:
+        if http:
+            parse_listen(http)
+        runner = None
+        if gpus or cluster:
+            from kernel_mcp.worker.pool import runner_for
+            runner = runner_for(gpus, cluster)
+    except UsageError as exc:
+        _usage_error(exc)
+    if runner is not None:
+        err.print(f"kernel_mcp: evaluations go to {runner.describe()}")
     if not http:
         from kernel_mcp.server import main as run
         err.print(f"kernel_mcp: serving MCP over stdio for the workspace {root.resolve()} (an MCP client starts "
                   "this command and talks on its stdin/stdout; Ctrl-C stops it)")
-        run(str(root))
+        run(str(root), runner)
         return
-    from kernel_mcp.server import parse_listen, serve_http
-    try:
-        parse_listen(http)
-    except UsageError as exc:
-        _usage_error(exc)
-    serve_http(str(root), http, token or None)
+    serve_http(str(root), http, token or None, runner)
 
 
 @app.command()

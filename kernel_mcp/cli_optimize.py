@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from kernel_mcp.cli import JSON_OPT, _usage_error, app, err
+from kernel_mcp.cli import CLUSTER_OPT, GPUS_OPT, JSON_OPT, _usage_error, app, err
 
 
 @app.command()
@@ -25,6 +25,7 @@ def optimize(problem: Optional[Path] = typer.Argument(None, help="problem folder
              device: str = typer.Option("auto", help="auto | cpu | cuda"),
              timing: float = typer.Option(10.0, help="timing budget of one evaluation, seconds"),
              shapes: Optional[str] = typer.Option(None, help="benchmarks | tests (default: tests on a CPU)"),
+             gpus: Optional[str] = GPUS_OPT, cluster: Optional[str] = CLUSTER_OPT,
              as_json: bool = JSON_OPT) -> None:
     """Search for a faster kernel unattended: baseline, tune, model proposals; each checked, timed, kept.
     Exit 0 when the run ends with a checked best kernel, 1 otherwise, 2 on usage errors."""
@@ -37,7 +38,8 @@ def optimize(problem: Optional[Path] = typer.Argument(None, help="problem folder
         _usage_error(UsageError("give a PROBLEM, or --resume RUN (not both)"))
     request = OptimizeRequest(problem=str(problem or ""), candidate=str(candidate) if candidate else None, agent=agent,
                               islands=islands, budget=budget, until_sol=until_sol, run=str(run) if run else None,
-                              resume=str(resume) if resume else None, device=device, timing_s=timing, shapes=shapes)
+                              resume=str(resume) if resume else None, device=device, timing_s=timing, shapes=shapes,
+                              gpus=gpus, cluster=cluster)
     try:
         if as_json:
             summary = run_optimize(request)

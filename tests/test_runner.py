@@ -138,7 +138,13 @@ def test_a_runner_with_spares_keeps_that_many_judges_booted_and_uses_the_oldest_
     finally:
         runner.close()
     with pytest.raises(ValueError):
-        LocalRunner(warm=True, spares=0)
+        LocalRunner(warm=True, spares=-1)
+    steps_only = LocalRunner(warm=True, spares=0)  # a pool's: step hosts kept warm, no judge
+    try:
+        steps_only.prewarm("cpu")
+        assert set(steps_only.warm_processes()) and not any(k.startswith("judge") for k in steps_only.warm_processes())
+    finally:
+        steps_only.close()
 
 
 PLANTER = '''

@@ -36,6 +36,8 @@ class OptimizeRequest(BaseModel):
     device: str = "auto"
     timing_s: float = 10.0  # timing budget of one evaluation
     shapes: str | None = None  # benchmarks | tests (default: tests on a CPU, benchmarks on a GPU)
+    gpus: str | None = None  # a warm worker per GPU ("0,1,3" | "all"): worker/pool.py
+    cluster: str | None = None  # a Ray cluster ("ray://HOST:PORT" | "auto"): worker/ray_pool.py
 
 
 def check_agent(agent: str) -> None:
@@ -149,15 +151,18 @@ def optimize(request: OptimizeRequest, say: Callable[[str], None] | None = None,
     from kernel_mcp.agent.budget import Budget
     from kernel_mcp.agent.loop import Optimizer
     from kernel_mcp.agent.summary import summarize
-    from kernel_mcp.worker.runner import LocalRunner
-    folder, start = open_run(request)
-    config = folder.config
-    if problem_hash(Path(config.problem)) != config.problem_hash:
-        folder.close()
-        raise UsageError(f"the problem's files changed since the run started ({config.problem}): start a new run")
-    folder.listeners.extend(listeners or [])
-    runner = LocalRunner(warm=True, spares=judge_spares(request.device))
+    from kernel_mcp.worker.pool import runner_for
+    # the runner first: a bad --gpus / --cluster is a usage error before a run folder exists
+    runner = runner_for(request.gpus, request.cluster, spares=judge_spares(request.device))
+    folder = None
     try:
+        folder, start = open_run(request)
+        config = folder.config
+        if problem_hash(Path(config.problem)) != config.problem_hash:
+            raise UsageError(f"the problem's files changed since the run started ({config.problem}): start a new run")
+        folder.listeners.extend(listeners or [])
+        if say and runner.parallel > 1:
+            say(f"evaluations go to {runner.describe()}")
         Optimizer(folder, config.problem, start, config.agent, Budget.model_validate(config.budget),
                   device=request.device, budget_s=getattr(config, "timing_s", request.timing_s),
                   shapes=resolved_shapes(config, request.device), runner=runner, say=say,
@@ -165,4 +170,5 @@ def optimize(request: OptimizeRequest, say: Callable[[str], None] | None = None,
         return summarize(folder.path)
     finally:
         runner.close()
-        folder.close()
+        if folder is not None:
+            folder.close()

@@ -33,7 +33,7 @@ from kernel_mcp.server.instruments import register_instruments
 from kernel_mcp.server.job_tools import register_job_tools
 from kernel_mcp.server.resources import PNG_MAGIC, PROBLEM_URI, register_resources
 from kernel_mcp.server.snapshot_tools import register_snapshot_tools
-from kernel_mcp.worker.runner import LocalRunner
+from kernel_mcp.worker.runner import LocalRunner, Runner
 from kernel_mcp.worker.sandbox import harden_trusted_process
 
 __all__ = ["INSTRUCTIONS", "PNG_MAGIC", "PROBLEM_URI", "BearerAuth", "build_server", "is_loopback", "main",
@@ -46,7 +46,7 @@ INSTRUCTIONS = ("Instruments for GPU kernels. Loop: compile (fast feedback) -> e
                 "Results are compact summaries; pass detail=true for the full report.")
 
 
-def build_server(root: str | Path = ".", runner: LocalRunner | None = None) -> MCPServer:
+def build_server(root: str | Path = ".", runner: Runner | None = None) -> MCPServer:
     """The server for one workspace. Its runner keeps a judge and step hosts booted ahead of need (from
     the first tool call on), so each call after the first finds interpreter, torch and device ready."""
     space = ToolSpace(root)
@@ -70,9 +70,11 @@ def _register_prompts(server: MCPServer) -> None:
         return optimize.format(problem=problem, candidate=candidate)
 
 
-def main(root: str = ".") -> None:
+def main(root: str = ".", runner: Runner | None = None) -> None:
+    """Serve over stdio with ``runner`` (default: this machine's, warm; a pool or a Ray cluster: serve's
+    --gpus / --cluster)."""
     harden_trusted_process(reaper=False)  # before any tool runs (kernel_mcp.launch did it too, if it started us)
-    runner = LocalRunner(warm=True)
+    runner = runner or LocalRunner(warm=True)
     # Ctrl-C: asyncio would cancel the server and then wait for the thread blocked reading stdin (until
     # Enter); stop here instead, the warm processes first
     signal.signal(signal.SIGINT, lambda *_: _stop(runner))
@@ -82,7 +84,7 @@ def main(root: str = ".") -> None:
         runner.close()  # the warm processes would end with their pipes anyway; this is sooner
 
 
-def _stop(runner: LocalRunner) -> None:
+def _stop(runner: Runner) -> None:
     try:
         runner.close()
     finally:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from kernel_mcp.results import UsageError
-from kernel_mcp.worker.runner import LocalRunner
+from kernel_mcp.worker.runner import LocalRunner, Runner
 
 
 class BearerAuth:
@@ -53,7 +53,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def serve_http(root: str, listen: str, token: str | None = None) -> None:
+def serve_http(root: str, listen: str, token: str | None = None, runner: Runner | None = None) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp behind a bearer token (given, or generated and printed)."""
     import uvicorn
 
@@ -74,7 +74,7 @@ def serve_http(root: str, listen: str, token: str | None = None) -> None:
             "can run code through this server. Prefer 127.0.0.1 with an SSH tunnel.\n")
     from kernel_mcp.worker.redact import remember
     remember(token, "the HTTP bearer token")  # kept out of results like the environment's secrets
-    runner = LocalRunner(warm=True)
+    runner = runner or LocalRunner(warm=True)
     app = BearerAuth(build_server(root, runner).streamable_http_app(host=host), token)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")

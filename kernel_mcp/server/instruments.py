@@ -29,7 +29,7 @@ from kernel_mcp.summaries import (
     summarize_profile,
     summarize_roofline,
 )
-from kernel_mcp.worker.runner import LocalRunner
+from kernel_mcp.worker.runner import Runner
 
 # What each long instrument does: the description of its one-call tool and of its job form (job_tools.py).
 DOES = {
@@ -60,7 +60,7 @@ def _settings(device: str, budget_s: float, shapes: Shapes) -> ProfileSettings:
         return settings_from(budget_s=budget_s, shapes=shapes)
 
 
-def profile_call(space: ToolSpace, runner: LocalRunner, *, problem: str, candidate: str, baseline: str | None,
+def profile_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, baseline: str | None,
                  device: str, budget_s: float, shapes: Shapes, detail: bool) -> Work:
     from kernel_mcp.tools.profile import profile
     prob, cand = space.path(problem), space.path(candidate)
@@ -74,7 +74,7 @@ def profile_call(space: ToolSpace, runner: LocalRunner, *, problem: str, candida
     return work
 
 
-def roofline_call(space: ToolSpace, runner: LocalRunner, *, problem: str, candidate: str, device: str,
+def roofline_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, device: str,
                   png: str | None, budget_s: float, shapes: Shapes, detail: bool) -> Work:
     from kernel_mcp.tools.roofline import roofline
     prob, cand = space.path(problem), space.path(candidate)
@@ -88,7 +88,7 @@ def roofline_call(space: ToolSpace, runner: LocalRunner, *, problem: str, candid
     return work
 
 
-def evaluate_call(space: ToolSpace, runner: LocalRunner, *, problem: str, candidate: str, device: str,
+def evaluate_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, device: str,
                   budget_s: float, shapes: Shapes, author: str, note: str, parent: str | None, detail: bool) -> Work:
     from kernel_mcp.tools.evaluate import evaluate
     prob, cand = space.path(problem), space.path(candidate)
@@ -101,7 +101,7 @@ def evaluate_call(space: ToolSpace, runner: LocalRunner, *, problem: str, candid
     return work
 
 
-def register_instruments(server: MCPServer, space: ToolSpace, runner: LocalRunner) -> None:
+def register_instruments(server: MCPServer, space: ToolSpace, runner: Runner) -> None:
     _register_check_and_compile(server, space, runner)
 
     @server.tool(annotations=READ_ONLY, description=one_call("profile"))
@@ -129,7 +129,7 @@ def register_instruments(server: MCPServer, space: ToolSpace, runner: LocalRunne
                                                      note=note, parent=parent, detail=detail))
 
 
-def _register_check_and_compile(server: MCPServer, space: ToolSpace, runner: LocalRunner) -> None:
+def _register_check_and_compile(server: MCPServer, space: ToolSpace, runner: Runner) -> None:
     @server.tool(annotations=READ_ONLY)
     async def check(problem: str, candidate: str, device: str = "auto", *, ctx: Context) -> CheckResult:
         """Does the candidate compute the problem's function? Runs every test plus secret-seeded copies in a

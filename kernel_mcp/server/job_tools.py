@@ -25,7 +25,7 @@ from kernel_mcp.server.instruments import (
     profile_call,
     roofline_call,
 )
-from kernel_mcp.worker.runner import LocalRunner
+from kernel_mcp.worker.runner import Runner
 
 DEFAULT_WAIT_S = 45.0
 MAX_WAIT_S = 50.0  # a job_wait call stays well inside the clients' ~60 s
@@ -43,7 +43,7 @@ def clamp_wait(wait_s: float) -> float:
     return min(max(wait_s, 0.0), MAX_WAIT_S)
 
 
-def register_job_tools(server: MCPServer, space: ToolSpace, runner: LocalRunner, board: JobBoard) -> None:
+def register_job_tools(server: MCPServer, space: ToolSpace, runner: Runner, board: JobBoard) -> None:
     def start(name: str, work) -> Job:
         with tool_errors():  # too many jobs running
             return board.start(name, work)

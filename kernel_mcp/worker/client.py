@@ -53,7 +53,7 @@ def judge_env() -> dict[str, str]:
 class JudgeProcess:
     """One judge: started when made (it boots in the background), used for at most one request."""
 
-    def __init__(self, device: str, hosts: int = 1, warm_profiler: bool = False):
+    def __init__(self, device: str, hosts: int = 1, warm_profiler: bool = False, pin: dict[str, str] | None = None):
         sandbox.harden_trusted_process(reaper=False)  # the key and the result pipe live in this process
         self.key, self.token = secrets.token_bytes(32), secrets.token_hex(16)
         self.ready: Ready | None = None
@@ -65,6 +65,7 @@ class JudgeProcess:
         # gets its boot line (and starts its candidate hosts) before this process has imported pydantic
         self._boot_line = json.dumps({"key": self.key.hex(), "run_token": self.token, "device": device,
                                       "hosts": hosts, "warm_profiler": warm_profiler, "trace": trace.target()})
+        self._pin = dict(pin or {})  # a pool worker's CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (pool.py)
         self._start(device, fork=True)
 
     def _start(self, device: str, fork: bool) -> None:
@@ -72,7 +73,7 @@ class JudgeProcess:
         either way given its boot line at once."""
         self.read_fd, write_fd = os.pipe()
         trace.mark("caller: starting a judge")
-        sys_path, env = judge_sys_path(), judge_env()
+        sys_path, env = judge_sys_path(), judge_env() | self._pin
         server = fork_client.for_this_caller() if fork else None
         forked = server.judge(env, device, write_fd, self.log) if server else None
         self.proc = forked or subprocess.Popen(

@@ -146,3 +146,13 @@ def apply_tampering(result, tampered: list[str]):
             result.trusted = False
         result.findings.append(tampering_finding(tampered))
     return result
+
+
+def sealed(problem, candidate: Path) -> bool:
+    """Would a candidate see the problem (a Problem), its own folder, kernel_mcp, its cache and every import path
+    read-only? (One probe per set of folders, kept for the process's life.)"""
+    from kernel_mcp.cache import cache_root
+    from kernel_mcp.worker import sandbox
+    folders = [problem.folder, problem.folder.parent, candidate.resolve().parent, Path(sandbox.PACKAGE_ROOT),
+               cache_root(), *(Path(p) for p in sys.path if p), Path(site.getusersitepackages())]
+    return sandbox.sealed_for_candidates(tuple(sorted({str(f.resolve()) for f in folders if f.is_dir()})))

@@ -6,15 +6,15 @@ runs everything on this machine; with ``warm=True`` (a long-lived server) it kee
 candidate host, booted ahead of need per device asked for (``spares`` of them, topped up in batches
 once half are used), and a step host per kind, so an agent's next call finds interpreter, torch and
 device context ready. Each is used once: a candidate always gets a process that has run no other
-candidate's code, and the judge never imports candidate code.
-A pool of GPUs or a Ray cluster plugs in as another runner with the same methods.
+candidate's code, and the judge never imports candidate code. ``pin`` (a pool worker's) joins the
+environment of every process it starts (``CUDA_VISIBLE_DEVICES=3``: they see that GPU as cuda:0). A pool
+of GPUs (pool.py) and a Ray cluster (ray_pool.py) are other runners with the same methods.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import secrets
-import site
 import sys
 import threading
 from collections.abc import Iterator
@@ -27,7 +27,7 @@ from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
 from kernel_mcp.worker import lease, proctree, sandbox
 from kernel_mcp.worker.client import JudgeFailure, JudgeProcess
 from kernel_mcp.worker.client import claim as claim_prestarted
-from kernel_mcp.worker.guard import apply_tampering, guard_for, tampering_finding
+from kernel_mcp.worker.guard import apply_tampering, guard_for, sealed, tampering_finding
 from kernel_mcp.worker.protocol import Device, JudgeRequest, ProgressFn, StepReply
 from kernel_mcp.worker.redact import Redactor
 from kernel_mcp.worker.steps import StepProcess
@@ -38,11 +38,13 @@ BOOT_TIMEOUT_S = 300  # a judge's boot: interpreter, torch, device context, CUPT
 
 class LocalRunner:
     """Judges, step hosts and the toolchain's heavy users on this machine (``warm``: keep spares booted)."""
+    parallel = 1  # evaluations worth running at once (a pool: one per worker)
 
-    def __init__(self, warm: bool = False, spares: int = 1):
-        if spares < 1:
-            raise ValueError("a warm runner keeps at least one spare judge")
-        self.warm, self.spares = warm, spares
+    def __init__(self, warm: bool = False, spares: int = 1, pin: dict[str, str] | None = None,
+                 step_hosts: bool = True):
+        if spares < 0:
+            raise ValueError("spares: how many judges to keep booted (0: none)")
+        self.warm, self.spares, self.pin, self.step_hosts = warm, spares, dict(pin or {}), step_hosts
         self._lock = threading.Lock()
         self._judges: dict[str, list[JudgeProcess]] = {}  # device asked for -> booted judges waiting, oldest first
         self._steps: dict[bool, StepProcess] = {}  # interpret? -> a booted step host waiting
@@ -96,7 +98,7 @@ class LocalRunner:
         say(f"{outgrew.message}: admitting it again", 0, 0)
         measured = result.memory.check_need_bytes if isinstance(result, CheckResult) and result.memory else None
         need = lease.need_from_measure(measured) if measured else lease.memory_need(ready.device, key)
-        again = JudgeProcess(device)
+        again = JudgeProcess(device, pin=self.pin)
         try:
             again.wait_ready(BOOT_TIMEOUT_S, say)
             return self._admitted(again, request, model, ready.device, key, False, need, timeout, say)
@@ -119,12 +121,12 @@ class LocalRunner:
     def _take_judge(self, device: str, profiling: bool, say: ProgressFn) -> JudgeProcess:
         with self._lock:
             waiting = self._judges.get(device) or []
-            spare = waiting.pop(0) if waiting else claim_prestarted(device, profiling)
+            spare = waiting.pop(0) if waiting else None if self.pin else claim_prestarted(device, profiling)
         if spare is not None:
             if spare.alive and spare.unchanged(BOOT_TIMEOUT_S, say):
                 return spare
             spare.close()
-        return JudgeProcess(device, warm_profiler=profiling)
+        return JudgeProcess(device, warm_profiler=profiling, pin=self.pin)
 
     # --- compile steps --------------------------------------------------------------------------------
     def step(self, request, problem: Problem, timeout_s: float, device: Device | None = None) -> StepReply:
@@ -152,7 +154,7 @@ class LocalRunner:
             return spare
         if spare is not None:
             spare.close()
-        return StepProcess(interpret)
+        return StepProcess(interpret, self.pin)
 
     # --- hardware counters: the candidate under ncu / rocprofv3, the device held exclusively --------------
     def counters(self, result: ProfileResult, problem: Problem, candidate: Path, device: Device | None,
@@ -168,11 +170,11 @@ class LocalRunner:
         spec = json.dumps({"problem": str(problem.path), "candidate": str(candidate), "params": params,
                            "device": device.torch})
         token = secrets.token_hex(16)  # what the profiled candidate leaves behind is found by it, and killed
+        env = sandbox.harness_env(**self.pin, **{sandbox.RUN_TOKEN_VAR: token})
         with self._guarded(problem, candidate, in_namespace=False) as tampered:  # ncu runs it unsealed
             with lease.hold(device, exclusive=True):
                 result.counters = run_counters([sys.executable, "-B", "-m", "kernel_mcp.worker.counter_target",
-                                                spec], sandbox.harness_env(**{sandbox.RUN_TOKEN_VAR: token}),
-                                               problem.spec.timeouts.total, device.vendor)
+                                                spec], env, problem.spec.timeouts.total, device.vendor)
             proctree.kill_by_token(token)
         if tampered:
             result.passed = result.trusted = False
@@ -204,7 +206,7 @@ class LocalRunner:
         this runner is running, so none imports a file a candidate has changed and the guard not yet
         restored."""
         tampered: list[str] = []
-        guard = None if in_namespace and _sealed(problem, candidate) else guard_for(problem)
+        guard = None if in_namespace and sealed(problem, candidate) else guard_for(problem)
         with self._lock:
             self._in_flight += 1
         try:
@@ -218,20 +220,27 @@ class LocalRunner:
             if idle and self.warm:
                 self._refill()
 
+    def prewarm(self, device: str) -> None:
+        """Boot spares for ``device`` now, as after a run (a pool's new worker)."""
+        with self._lock:
+            self._judges.setdefault(device, [])
+        self._refill()
+
     def _refill(self) -> None:
         from kernel_mcp.worker.resolve import guess_kind
         with self._lock:
             if self._closed or self._in_flight:  # a run began meanwhile: refill when it ends
                 return
-            for device in list(self._devices) or ["auto"]:
+            for device in dict.fromkeys([*self._devices, *self._judges]) or ["auto"]:
                 waiting = self._judges.setdefault(device, [])
                 # in batches: warm-ups (5-7 s on the H200) hold the device's lease; together they pause once
-                if len(waiting) < max(1, self.spares // 2):
-                    waiting.extend(JudgeProcess(device, warm_profiler=True) for _ in range(self.spares - len(waiting)))
+                if self.spares and len(waiting) < max(1, self.spares // 2):
+                    waiting.extend(JudgeProcess(device, warm_profiler=True, pin=self.pin)
+                                   for _ in range(self.spares - len(waiting)))
             # builds and captures never interpret; recording does where there is no GPU
-            for interpret in {False, guess_kind("auto") == "cpu"}:
+            for interpret in {False, guess_kind("auto") == "cpu"} if self.step_hosts else ():
                 if interpret not in self._steps:
-                    self._steps[interpret] = StepProcess(interpret)
+                    self._steps[interpret] = StepProcess(interpret, self.pin)
 
     def resolved(self, device: str) -> Device | None:
         """What a device asked for resolved to in an earlier judge (None before any)."""
@@ -252,15 +261,6 @@ class LocalRunner:
             self._judges, self._steps = {}, {}
         for process in spares:
             process.close()
-
-
-def _sealed(problem: Problem, candidate: Path) -> bool:
-    """Would a candidate see the problem, its own folder, kernel_mcp, its cache and every import path
-    read-only? (One probe per set of folders, kept for the process's life.)"""
-    from kernel_mcp.cache import cache_root
-    folders = [problem.folder, problem.folder.parent, candidate.resolve().parent, Path(sandbox.PACKAGE_ROOT),
-               cache_root(), *(Path(p) for p in sys.path if p), Path(site.getusersitepackages())]
-    return sandbox.sealed_for_candidates(tuple(sorted({str(f.resolve()) for f in folders if f.is_dir()})))
 
 
 def _problem_key(problem: Problem) -> str:

@@ -27,14 +27,14 @@ LOG_TAIL = 3000
 class StepProcess:
     """One step host. ``interpret``: Triton runs under its interpreter (recording on a machine without a GPU)."""
 
-    def __init__(self, interpret: bool):
+    def __init__(self, interpret: bool, pin: dict[str, str] | None = None):
         self.interpret, self.token = interpret, secrets.token_hex(16)
         self.scratch = sandbox.new_scratch("kmcp-step-")
         kernel_cache.prepare(self.scratch)
         self.log_path = self.scratch.parent / f"{self.scratch.name}.log"
         ours, theirs = socket.socketpair()
         self.conn = Connection(ours.detach())
-        env = sandbox.untrusted_env(self.scratch, self.token)
+        env = sandbox.untrusted_env(self.scratch, self.token) | (pin or {})  # pin: a pool worker's GPU
         if interpret:
             env["TRITON_INTERPRET"] = "1"
         self._theirs, self._env = theirs, env

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -116,14 +117,21 @@ class Tuner:
         return Ratio(*found) if found else None
 
     def measure(self, configs: list[Config], effort: float) -> list[float | None]:
+        """Each configuration timed alone; at once on as many devices as the runner has workers (a pool of
+        GPUs: pool.py), each on one device to itself."""
         settings = self.settings.model_copy(update={"budget_s": self.settings.budget_s * effort / 4})
-        times = []
-        for config in configs:
+
+        def one(config: Config) -> float | None:
             file = self.file_of(config)
-            found = self._remembered(self._memo_key("measure", [file], settings),
-                                     lambda: {"ms": self._time_alone(file, settings)}, {"ms": None})["ms"]
-            self.failed += found is None
-            times.append(found)
+            return self._remembered(self._memo_key("measure", [file], settings),
+                                    lambda: {"ms": self._time_alone(file, settings)}, {"ms": None})["ms"]
+        width = max(1, min(len(configs), getattr(self.runner, "parallel", 1)))
+        if width == 1:
+            times = [one(config) for config in configs]
+        else:
+            with ThreadPoolExecutor(width, thread_name_prefix="tune measure") as pool:
+                times = list(pool.map(one, configs))
+        self.failed += sum(t is None for t in times)
         return times
 
     def _time_alone(self, file: Path, settings: ProfileSettings) -> float | None:
