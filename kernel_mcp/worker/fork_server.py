@@ -198,6 +198,8 @@ def _become_judge(request: dict, stdin_fd: int, result_fd: int, log_fd: int) -> 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.clear()
     os.environ.update(request["env"])
+    from kernel_mcp.worker.host_factory import threads_as_environment
+    threads_as_environment()
     tempfile.tempdir = None  # gettempdir() reads the new TMPDIR
     sys.argv = ["-c", str(result_fd), request["device"]]
     from kernel_mcp.worker.judge_start import main

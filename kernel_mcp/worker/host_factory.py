@@ -242,6 +242,7 @@ def become_host(request: dict, pass_fd: int, log_fd: int) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    threads_as_environment()
     signal.signal(signal.SIGINT, signal.default_int_handler)
     tempfile.tempdir = None  # gettempdir() reads the new TMPDIR
     sandbox.make_preexec(request["limit"], request["isolate"], tuple(request["writable"]))()
@@ -251,6 +252,15 @@ def become_host(request: dict, pass_fd: int, log_fd: int) -> None:
     sys.argv = [request["module"], str(pass_fd)]
     import importlib
     importlib.import_module(request["module"]).main()  # ends the process itself (channel.serve_inherited)
+
+
+def threads_as_environment() -> None:
+    """In a forked process given a new environment: torch's thread pool was sized when the copy it was
+    forked from loaded torch (OpenMP reads OMP_NUM_THREADS once, at load), so a pool worker's share of the
+    cores (pool.py) is applied here, or every fork would start as many threads as there are cores."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    if value.isdigit() and int(value) > 0 and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(int(value))
 
 
 def _keep_only(fd: int) -> None:
