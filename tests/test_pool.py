@@ -4,6 +4,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -226,3 +227,29 @@ def test_a_gpu_worker_sees_only_its_gpu_and_times_there(tmp_path, private_cache)
         assert built.ok, built.findings
     finally:
         pool.close()
+
+
+def test_each_worker_runs_its_candidates_with_its_share_of_the_cores(tmp_path, private_cache, monkeypatch):
+    """The thread share reaches the candidate's process (forked from copies that loaded torch before
+    the share was in their environment): on a 2-core machine, 2 workers run 1 thread each."""
+    import shutil
+    import uuid
+    # shared memory: where a sandboxed candidate may write outside its scratch (conftest.CHEATS_STATE)
+    state = Path("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp") / f"kmcp-threads-{uuid.uuid4().hex}"
+    state.mkdir()
+    monkeypatch.setenv("KERNEL_MCP_TEST_STATE_DIR", str(state))
+    reporter = BASELINE.replace("def custom_kernel(data):\n", "def custom_kernel(data):\n"
+                                "    import os\n    from pathlib import Path\n"
+                                "    Path(os.environ['KERNEL_MCP_TEST_STATE_DIR'], str(os.getpid())).write_text("
+                                "str(torch.get_num_threads()))\n")
+    candidate = _write(tmp_path, "reporter.py", reporter)
+    pool = cpu_pool(2)
+    try:
+        share = pool.workers[0].pin["OMP_NUM_THREADS"]
+        result = check(VECTOR_ADD, candidate, device="cpu", runner=pool)
+        seen = {p.read_text() for p in state.iterdir()}
+    finally:
+        pool.close()
+        shutil.rmtree(state, ignore_errors=True)
+    assert result.passed, (result.verdict, result.findings)
+    assert share == str(max(1, (os.cpu_count() or 1) // 2)) and seen == {share}, (share, seen)
