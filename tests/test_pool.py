@@ -253,3 +253,47 @@ def test_each_worker_runs_its_candidates_with_its_share_of_the_cores(tmp_path, p
         shutil.rmtree(state, ignore_errors=True)
     assert result.passed, (result.verdict, result.findings)
     assert share == str(max(1, (os.cpu_count() or 1) // 2)) and seen == {share}, (share, seen)
+
+
+def test_the_queue_serves_first_come_first_and_never_leaves_a_free_worker_idle():
+    """The queue alone (no process starts): requests get a worker in the order they came, and when two
+    workers free at once, both waiting requests get one at once (not after the queue's 30 s re-check)."""
+    pool = PoolRunner([("cpu 0", "cpu", None, {}), ("cpu 1", "cpu", None, {})], warm=False)
+    say = lambda *_: None  # noqa: E731
+    try:
+        for worker in pool.workers:
+            worker.busy = True
+        order: list[str] = []
+
+        def waiter(name: str) -> None:
+            worker = pool._acquire(lambda w: w.label == "cpu 0", say)
+            order.append(name)
+            pool._release(worker)
+
+        threads = []
+        for name in ("first", "second", "third"):
+            threads.append(threading.Thread(target=waiter, args=(name,)))
+            threads[-1].start()
+            while len(pool._queue) < len(threads):
+                time.sleep(0.01)
+        pool._release(pool.workers[0])
+        for thread in threads:
+            thread.join(timeout=5)
+        assert order == ["first", "second", "third"]
+        for _ in range(20):  # two freed at once: whichever waiter wakes first, both are served at once
+            pool.workers[0].busy = pool.workers[1].busy = True
+            got: list = []
+            pair = [threading.Thread(target=lambda: got.append(pool._acquire(lambda w: True, say))) for _ in range(2)]
+            for thread in pair:
+                thread.start()
+            while len(pool._queue) < 2:
+                time.sleep(0.01)
+            with pool._cond:
+                pool.workers[0].busy = pool.workers[1].busy = False
+                pool._cond.notify_all()
+            started = time.monotonic()
+            for thread in pair:
+                thread.join(timeout=10)
+            assert len(got) == 2 and time.monotonic() - started < 5, "a request waited beside a free worker"
+    finally:
+        pool.close()

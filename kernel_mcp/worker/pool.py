@@ -142,6 +142,8 @@ class PoolRunner:
                     for worker in self.workers:
                         if not worker.busy and fits(worker) and not any(w.fits(worker) for w in ahead):
                             worker.busy = True
+                            # a later request that woke first and left a free worker to us may take it now
+                            self._cond.notify_all()
                             return worker
                     waited = time.monotonic() - started
                     if said is None or waited - said >= REPEAT_S:
