@@ -8,6 +8,8 @@ caller (CLI, MCP server; never imports problem or candidate code) holds a *runne
   and reads their results. Messages are typed (protocol.py) and validated where they arrive. Judges and
   step hosts are forked from its fork server (fork_server.py: an isolated interpreter with torch and the
   harness imported, which never holds a secret), or started as fresh interpreters where it cannot be used.
+  Several GPUs: a pool of runners, one per GPU, each pinned to it, behind one queue (pool.py); a Ray
+  cluster: the runner and everything below it run on a worker node, one Ray task per judge (ray_pool.py).
   -> judge (``judge.py``; trusted): started isolated (``python -S -I``), non-dumpable. Boots first
      (judge_start.py imports torch and forks the factory its candidate hosts are forked from before it
      reads its boot line, then starts them from that line: host_factory.py; warm.py pays

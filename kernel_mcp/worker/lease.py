@@ -20,6 +20,7 @@ never leaves the device locked; the memory ledger drops entries of processes tha
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import time
@@ -172,6 +173,11 @@ def free_memory(device: Device) -> int | None:
 
 
 # --- how much memory a problem's run needs: what earlier runs of it took --------------------------------
+
+def problem_key(problem) -> str:
+    """A problem's name in the memory records: its path's digest (``problem``: a problem.Problem)."""
+    return hashlib.sha256(str(problem.path).encode()).hexdigest()[:16]
+
 
 def _needs_file() -> Path:
     return cache_root() / "memory.json"

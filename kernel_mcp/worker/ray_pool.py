@@ -28,9 +28,9 @@ from typing import Any
 
 from kernel_mcp.counters import CounterReport
 from kernel_mcp.problem import Problem, imported_closure, load_problem
-from kernel_mcp.results import CheckResult, Finding, ProfileResult, UsageError
+from kernel_mcp.results import CheckResult, ProfileResult, UsageError
 from kernel_mcp.worker.protocol import Device, JudgeRequest, ProgressFn, StepReply
-from kernel_mcp.worker.runner import BOOT_TIMEOUT_S, HARNESS_MARGIN_S, LocalRunner
+from kernel_mcp.worker.runner import BOOT_TIMEOUT_S, HARNESS_MARGIN_S, LocalRunner, harness_error
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # this kernel_mcp/, shipped to the workers
 PROGRESS_EVERY_S = 30.0  # a task not done yet is said again this often
@@ -217,10 +217,8 @@ def _pack(problem: Problem, request: JudgeRequest) -> dict[str, bytes]:
 
 def _cluster_failed(model: type[CheckResult] | type[ProfileResult], problem: Problem, request: JudgeRequest,
                     exc: Exception, retries: int) -> CheckResult | ProfileResult:
-    message = f"the Ray cluster gave no result after {retries + 1} attempt(s): {type(exc).__name__}: {str(exc)[:2000]}"
-    return model(passed=False, verdict="error: harness", problem=problem.name, candidate=request.candidate,
-                 findings=[Finding(code="cluster_failed", message=message)],
-                 **({"trusted": False} if model is ProfileResult else {}))
+    return harness_error(model, problem, request, "cluster_failed", f"the Ray cluster gave no result after "
+                         f"{retries + 1} attempt(s): {type(exc).__name__}: {str(exc)[:2000]}")
 
 
 # --- on the worker node -------------------------------------------------------------------------------

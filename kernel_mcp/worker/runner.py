@@ -6,13 +6,11 @@ runs everything on this machine; with ``warm=True`` (a long-lived server) it kee
 candidate host, booted ahead of need per device asked for (``spares`` of them, topped up in batches
 once half are used), and a step host per kind, so an agent's next call finds interpreter, torch and
 device context ready. Each is used once: a candidate always gets a process that has run no other
-candidate's code, and the judge never imports candidate code. ``pin`` (a pool worker's) joins the
-environment of every process it starts (``CUDA_VISIBLE_DEVICES=3``: they see that GPU as cuda:0). A pool
-of GPUs (pool.py) and a Ray cluster (ray_pool.py) are other runners with the same methods.
+candidate's code, and the judge never imports candidate code. ``pin``: a pool worker's environment for
+every process it starts (``CUDA_VISIBLE_DEVICES=3``, its thread share). Other runners: pool.py, ray_pool.py.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 import sys
@@ -69,7 +67,7 @@ class LocalRunner:
             try:
                 result = self._run_judge(judge, request, model, problem, device, timeout, say)
             except JudgeFailure as exc:
-                result = _judge_failed(model, problem, request, exc)
+                result = harness_error(model, problem, request, "judge_failed", str(exc))
             finally:
                 judge.close()
         return self._redactor.model(apply_tampering(result, tampered))
@@ -83,7 +81,7 @@ class LocalRunner:
         if ready.device is None:
             raise UsageError(ready.error)
         self._devices[device] = ready.device
-        key = _problem_key(problem)
+        key = lease.problem_key(problem)
         if request.mode == "profile":
             return self._admitted(judge, request, model, ready.device, key, True, 0, timeout, say)
         need = lease.measured_need(ready.device, key)
@@ -136,8 +134,8 @@ class LocalRunner:
         with self._guarded(problem, Path(request.candidate)) as tampered:
             process = self._take_step(interpret)
             on_gpu = device is not None and device.is_gpu
-            held = lease.hold(device, exclusive=False, need_bytes=lease.memory_need(device, _problem_key(problem))) \
-                if on_gpu else nullcontext()
+            need = lease.memory_need(device, lease.problem_key(problem)) if on_gpu else 0
+            held = lease.hold(device, exclusive=False, need_bytes=need) if on_gpu else nullcontext()
             try:
                 with held:
                     reply = process.run(request, Path(request.candidate), timeout_s)
@@ -263,19 +261,17 @@ class LocalRunner:
             process.close()
 
 
-def _problem_key(problem: Problem) -> str:
-    return hashlib.sha256(str(problem.path).encode()).hexdigest()[:16]
-
-
-def _judge_failed(model: type[CheckResult] | type[ProfileResult], problem: Problem, request: JudgeRequest,
-                  exc: JudgeFailure) -> CheckResult | ProfileResult:
-    extra = {"trusted": False} if model is ProfileResult else {}
+def harness_error(model: type[CheckResult] | type[ProfileResult], problem: Problem, request: JudgeRequest,
+                  code: str, message: str) -> CheckResult | ProfileResult:
+    """The result of a run that ended without a trustworthy verdict (``code`` says where it broke)."""
+    untrusted = {"trusted": False} if model is ProfileResult else {}
     return model(passed=False, verdict="error: harness", problem=problem.name, candidate=request.candidate,
-                 findings=[Finding(code="judge_failed", message=str(exc))], **extra)
+                 findings=[Finding(code=code, message=message)], **untrusted)
 
 
 class Runner(Protocol):
-    """What tools ask of a runner: LocalRunner here; a pool of GPUs or a Ray cluster implements the same."""
+    """What tools ask of a runner: LocalRunner here, PoolRunner (pool.py), RayRunner (ray_pool.py)."""
+    parallel: int  # evaluations worth running at once
 
     def judge(self, request: JudgeRequest, device: str = "auto",
               on_progress: ProgressFn | None = None) -> CheckResult | ProfileResult: ...
