@@ -36,9 +36,9 @@ BLOCKS = (256, 512, 1024, 2048, 4096)
 
 
 def make_runner(config: str):
-    kind, _, rest = config.partition(":")
-    cold = rest.endswith("cold") or config.endswith(":cold")
-    rest = rest.removesuffix(":cold").removesuffix("cold")
+    parts = config.split(":")
+    cold = parts[-1] == "cold"
+    kind, rest = parts[0], ":".join(parts[1:len(parts) - cold])
     if kind == "local":
         return LocalRunner(warm=not cold), "cpu" if not rest else rest
     if kind == "cpu":

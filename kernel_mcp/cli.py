@@ -135,8 +135,8 @@ SHAPES_OPT = typer.Option("auto", help="benchmarks | tests (the small test shape
                           "benchmarks on a GPU")
 JSON_OPT = typer.Option(False, "--json", help="print one JSON object")
 GPUS_OPT = typer.Option(None, help="evaluate on a warm worker per GPU: 0,1,3 | all (cuda:N numbering)")
-CLUSTER_OPT = typer.Option(None, help="evaluate as Ray tasks on an existing cluster: ray://HOST:PORT | auto "
-                           "(pip install 'kernel-mcp[ray]')")
+CLUSTER_OPT = typer.Option(None, help="evaluate as Ray tasks on an existing cluster: ray://HOST:PORT | auto | "
+                           "local (starts one here) (pip install 'kernel-mcp[ray]')")
 
 
 @app.command()

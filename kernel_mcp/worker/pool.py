@@ -86,7 +86,7 @@ class PoolRunner:
         fits = self._fits(parse_device(device))
         if fits is None:
             return self._local.judge(request, device, on_progress)
-        tried: list[str] = []
+        tried: list[tuple[Worker, str]] = []  # workers whose judge ended without a result, and why
         while True:
             worker = self._acquire(self._prefer_untried(fits, tried), say)
             try:
@@ -107,7 +107,7 @@ class PoolRunner:
             self._last.worker = worker
             if faulted is None or len(tried) >= self.retries:
                 return _noting_retry(result, tried, worker.label)
-            tried.append(f"{worker.label} ({faulted})")
+            tried.append((worker, faulted))
             say(f"{worker.label}: the judge ended without a result; evaluating again on another worker", 0, 0)
 
     def _fits(self, device: str) -> Callable[[Worker], bool] | None:
@@ -124,11 +124,12 @@ class PoolRunner:
             raise UsageError("--device cuda asked for, but this pool has CPU workers only")
         return lambda w: True
 
-    def _prefer_untried(self, fits: Callable[[Worker], bool], tried: list[str]) -> Callable[[Worker], bool]:
+    def _prefer_untried(self, fits: Callable[[Worker], bool],
+                        tried: list[tuple[Worker, str]]) -> Callable[[Worker], bool]:
         """A retry goes to a worker that has not failed this request, unless every one that fits has."""
-        failed = {entry.split(" (")[0] for entry in tried}
-        untried = [w for w in self.workers if fits(w) and w.label not in failed]
-        return (lambda w: fits(w) and w.label not in failed) if untried else fits
+        failed = [w for w, _ in tried]
+        untried = [w for w in self.workers if fits(w) and w not in failed]
+        return (lambda w: fits(w) and w not in failed) if untried else fits
 
     def _acquire(self, fits: Callable[[Worker], bool], say: ProgressFn) -> Worker:
         """A free worker for which no earlier request in the queue also waits (first come, first served)."""
@@ -227,10 +228,11 @@ def _fault(result: CheckResult | ProfileResult) -> str | None:
     return next((f.message.splitlines()[0] for f in result.findings if f.code == "judge_failed"), None)
 
 
-def _noting_retry(result, tried: list[str], label: str):
+def _noting_retry(result, tried: list[tuple[Worker, str]], label: str):
     if tried:
+        failed = "; ".join(f"{worker.label} ({why})" for worker, why in tried)
         result.findings.append(Finding(code=RETRIED, severity="info", message=(
-            f"evaluated on {label} after {'; '.join(tried)} ended without a result (that worker was recycled)")))
+            f"evaluated on {label} after {failed} ended without a result (that worker was recycled)")))
     return result
 
 
