@@ -97,6 +97,10 @@ def test_tune_killed_mid_search_resumes_without_rerunning_anything_and_reports(t
     # resumed once; nothing measured before the kill was measured again
     assert kinds.count("resumed") == 1
     assert all((run / "cache" / name).stat().st_mtime_ns == mtime for name, mtime in before.items())
+    # each comparison timed is in the journal once, across the kill (a replay from the memo is not timed);
+    # a kill between a comparison's cache file and its record loses that one record
+    steps = [r for r in records if r["kind"] == "tune_step"]
+    assert len(measured()) - 1 <= len(steps) <= len(measured()) and all(s["seconds"] > 0 for s in steps)
     tuned = next(r for r in records if r["kind"] == "tuned")
     assert tuned["start"]["BLOCK"] == 1024 and summary["finished"].startswith("tuned")
     delta = next(r for r in records if r["kind"] == "noise")["delta"]  # the run's A/A margin

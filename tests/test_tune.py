@@ -9,7 +9,7 @@ import pytest
 
 from kernel_mcp import stats
 from kernel_mcp.agent.tune.params import apply, find_params, powers_around
-from kernel_mcp.agent.tune.search import coordinate_descent, successive_halving, tune
+from kernel_mcp.agent.tune.search import coordinate_descent, successive_halving, tune, wide_descent
 
 from conftest import PROBLEMS
 
@@ -219,3 +219,70 @@ def test_halving_times_the_priors_in_its_first_round_and_keeps_the_fastest():
     assert found.best == corner and first_round[:2] == [start, corner] and len(first_round) == 16
     missed = sum(successive_halving(params, Timer(needle, s).measure, start, seed=s).best != corner for s in range(10))
     assert missed >= 8, missed  # without the prior, 16 of 3,125 configurations seldom hold the needle
+
+
+# --- the wide search: several devices at once --------------------------------------------------------------
+
+class Waves(Timer):
+    """A Timer whose ``compare_many`` answers a wave of comparisons and remembers each wave's size."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.waves = []
+
+    def compare_many(self, a, bs):
+        self.waves.append(len(bs))
+        return [self.compare(a, b) for b in bs]
+
+
+@pytest.mark.parametrize("width", [2, 4, 8])
+def test_wide_descent_reaches_the_known_best_through_noise_in_waves_no_wider_than_the_devices(width):
+    start = {"BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4}
+    reached, waves = 0, []
+    for seed in range(30):
+        timer = Waves(_bowl, seed)
+        trace = wide_descent(_params(), start, timer.compare_many, width)
+        reached += trace.best == BEST
+        waves += timer.waves
+        # every step recorded, a move only on a significant gain, each configuration compared once
+        assert len(trace.steps) == sum(timer.waves)
+        assert all(ratio.lo > 1.01 for _, _, ratio, moved in trace.steps if moved)
+        assert len({tuple(sorted(to.items())) for _, to, _, _ in trace.steps}) == len(trace.steps)
+    assert reached >= 28, reached
+    assert max(waves) == min(width, 6) and all(w <= width for w in waves)  # 3 parameters: 6 neighbours at most
+
+
+def test_wide_descent_on_a_flat_landscape_never_moves_and_never_picks_a_failing_configuration():
+    start = {"BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4}
+    flat = lambda config: 1.0  # noqa: E731
+    for seed in range(50):
+        timer = Waves(flat, seed)
+        trace = wide_descent(_params(), start, timer.compare_many, 4)
+        assert trace.best == start and not any(moved for *_, moved in trace.steps)
+        assert len(trace.steps) == 6  # the start's neighbours, tried once each, then it stops
+    failing = lambda c: c["BLOCK_M"] >= 128  # noqa: E731
+    timer = Waves(_bowl, 1, failing=failing)
+    trace = wide_descent(_params(), start, timer.compare_many, 4)
+    assert trace.best["BLOCK_M"] == 64 and trace.best["BLOCK_N"] == 64 and trace.best["num_warps"] == 8
+
+
+def test_a_wide_tune_times_four_configurations_per_device_in_its_first_halving_round():
+    from kernel_mcp.agent.tune.params import Param
+    wide = {**SPACE, "BLOCK_K": (16, 32, 64, 128, 256), "num_stages": (1, 2, 3, 4, 5)}
+    best = {**BEST, "BLOCK_K": 32, "num_stages": 4}
+    params = [Param(name, values[0], values) for name, values in wide.items()]
+    hits = 0
+    for seed in range(10):
+        timer, rounds = Waves(lambda c: _bowl(c, best), seed), []
+
+        def measure(configs, effort, timer=timer, rounds=rounds):
+            rounds.append(len(configs))
+            return timer.measure(configs, effort)
+        trace = tune(params, timer.compare, measure, seed=seed, width=8, compare_many=timer.compare_many)
+        assert rounds[:2] == [32, 16] and all(w <= 8 for w in timer.waves)
+        hits += _bowl(trace.best, best) <= 1.03 * _bowl(best, best)
+    assert hits >= 9, hits
+    timer, rounds = Waves(lambda c: _bowl(c, best), 0), []
+    tune(params, timer.compare, lambda c, e: rounds.append(len(c)) or timer.measure(c, e), width=1,
+         compare_many=timer.compare_many)
+    assert rounds[0] == 16 and not timer.waves  # one device: the search as before

@@ -2,6 +2,7 @@
 bundled vector_add whose one test shape has 65,536 elements, so that under the interpreter the time is
 the number of programs (n / BLOCK): the best BLOCK is known to be the largest tried, 8192."""
 import shutil
+import time
 
 import pytest
 import yaml
@@ -12,13 +13,18 @@ from kernel_mcp.results import ProfileSettings
 from conftest import PROBLEMS
 
 
-@pytest.mark.alone  # it finds the best block by timing on the CPU
-def test_tune_finds_the_known_best_block_and_confirms_it(tmp_path):
+def _vector_add_with_a_known_best(tmp_path):
     problem = tmp_path / "vector_add"
     shutil.copytree(PROBLEMS / "vector_add", problem)
     spec = yaml.safe_load((problem / "task.yml").read_text())
     spec["tests"] = [{"n": 65536, "itemsize": 4, "seed": 7}]
     (problem / "task.yml").write_text(yaml.safe_dump(spec))
+    return problem
+
+
+@pytest.mark.alone  # it finds the best block by timing on the CPU
+def test_tune_finds_the_known_best_block_and_confirms_it(tmp_path):
+    problem = _vector_add_with_a_known_best(tmp_path)
     said = []
     tuner = Tuner(problem, problem / "baseline.py", tmp_path / "work", device="cpu", only=["BLOCK"],
                   settings=ProfileSettings(budget_s=3.0, shapes="tests", min_samples=8), on_progress=said.append)
@@ -31,6 +37,32 @@ def test_tune_finds_the_known_best_block_and_confirms_it(tmp_path):
     assert result.failed == 0 and f"BLOCK = {best}" in (tmp_path / "work" / result.best_file.split("/")[-1]).read_text()
     assert any("BLOCK 1024 -> 2048" in line for line in said)
 
+
+
+@pytest.mark.alone  # two timing runs at once on the CPU: each worker one core
+def test_on_two_workers_the_tune_compares_side_by_side_and_still_finds_the_known_best(tmp_path):
+    """A pool of two (CPU) workers: the start's two neighbours (BLOCK 512 and 2048) are compared at once,
+    each on its own worker; every comparison timed is told to ``on_step`` once, with its seconds."""
+    from kernel_mcp.worker.pool import cpu_pool
+    problem = _vector_add_with_a_known_best(tmp_path)
+    steps = []
+    pool = cpu_pool(2)
+    try:
+        tuner = Tuner(problem, problem / "baseline.py", tmp_path / "work", device="cpu", only=["BLOCK"],
+                      settings=ProfileSettings(budget_s=3.0, shapes="tests", min_samples=8), runner=pool,
+                      on_step=lambda **step: steps.append({**step, "ended": time.monotonic()}))
+        result = tuner.run()
+    finally:
+        pool.close()
+    assert tuner.width == 2 and result.best["BLOCK"] in (4096, 8192) and result.speedup[1] > 1.5, (result, steps)
+    first, second = steps[0], steps[1]
+    assert {first["config"]["BLOCK"], second["config"]["BLOCK"]} == {512, 2048}
+    assert first["against"] == second["against"] == {"BLOCK": 1024} and first["what"] == "compare"
+    # side by side: each began before the other ended
+    assert all(a["ended"] - a["seconds"] < b["ended"] for a, b in ((first, second), (second, first))), steps
+    assert sum(w.served for w in pool.workers) >= len(steps) and all(w.served for w in pool.workers)
+    assert steps[-1]["what"] == "confirm" and steps[-1]["ratio"] == result.speedup
+    assert len(steps) == result.comparisons + 1  # the search's comparisons, then the confirmation
 
 
 def test_once_the_budget_is_spent_the_search_stops_but_its_winner_is_still_confirmed(tmp_path, monkeypatch):
@@ -50,6 +82,33 @@ def test_once_the_budget_is_spent_the_search_stops_but_its_winner_is_still_confi
     other = {**start, "BLOCK": start["BLOCK"] * 2}
     assert tuner.compare(start, other) is None and not timed
     assert tuner.compare(start, other, what="confirm") == Ratio(1.5, 1.3, 1.7) and len(timed) == 1
+
+
+def test_a_budget_spent_during_the_halving_keeps_its_winner_compared_and_confirmed(tmp_path, monkeypatch):
+    """The budget ends after the halving's first round (matmul_fp32 under the interpreter: 125 tile
+    configurations): the fastest of that round is still compared against the start and confirmed, so the
+    round's work is not thrown away (a Ray run on the H200 lost a whole halving that way before), and
+    nothing else is timed."""
+    from kernel_mcp.agent.tune import driver
+    from kernel_mcp.stats import Ratio
+    compared, timed = [], []
+
+    def fake_compare(problem, a, b, device, settings, runner):
+        compared.append(b.name)
+        return Ratio(1.5, 1.3, 1.7)
+    monkeypatch.setattr(driver, "compare_files", fake_compare)
+    tuner = Tuner(PROBLEMS / "matmul_fp32", PROBLEMS / "matmul_fp32" / "baseline.py", tmp_path, device="cpu",
+                  stop=lambda: len(timed) >= 16)
+    start = {p.name: p.current for p in tuner.params}
+
+    def time_alone(file, settings):  # the round's fastest: its second configuration (the start is first)
+        timed.append(file)
+        return 1.0 if len(timed) == 2 else 2.0
+    monkeypatch.setattr(tuner, "_time_alone", time_alone)
+    result = tuner.run()
+    assert len(timed) == 16 and len(compared) == 2  # the round; then the winner against the start, confirmed
+    assert tuner.file_of(result.best) == timed[1] != tuner.file_of(start)
+    assert result.speedup == [1.5, 1.3, 1.7] and result.start == start
 
 
 def test_a_configuration_file_torn_by_a_kill_is_written_again_whole(tmp_path):

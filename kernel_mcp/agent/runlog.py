@@ -33,6 +33,7 @@ Kind = Literal[
     "stall",            # stall signals fired, with the level of the restart ladder chosen
     "restart",          # an island restarted (level, lessons brief, no code for a hard restart)
     "lesson",           # a structured lesson record
+    "tune_step",        # one measurement or comparison of that search: configuration(s), result, seconds
     "tuned",            # the tune agent searched an incumbent's parameters (start, winner, speedup)
     "noise",            # the A/A run: the baseline timed against itself, and the run's margin (delta)
     "finished",         # the run ended (why)

@@ -26,7 +26,8 @@ def tune_incumbent(opt: Optimizer, island: str) -> str:
     tuner = Tuner(opt.problem, opt.path_of(start), opt.folder.path / "workspace" / "tune", device=opt.device,
                   settings=ProfileSettings(budget_s=opt.budget_s, shapes=opt.shapes), runner=opt.runner,
                   on_progress=lambda text: opt.say(f"island {island}: {text}"), memo=opt.folder,
-                  stop=lambda: bool(opt.out_of_budget()))
+                  stop=lambda: bool(opt.out_of_budget()),
+                  on_step=lambda **step: opt.folder.record("tune_step", island=island, start_hash=start, **step))
     if not tuner.params:
         opt.folder.record("tuned", island=island, start_hash=start, best_hash=start, params={}, speedup=None,
                           note="no tunable parameters found in the source")

@@ -293,7 +293,7 @@ def runner_for(gpus: str | None = None, cluster: str | None = None, spares: int 
                          "give one or the other")
     if cluster:
         from kernel_mcp.worker.ray_pool import RayRunner
-        return RayRunner(cluster)
+        return RayRunner(cluster, spares=spares)
     if gpus:
         return gpu_pool(gpus, spares=spares)
     return LocalRunner(warm=True, spares=spares)

@@ -8,9 +8,8 @@ the same models, with the caller's paths, as local results. Judge, HMAC channel 
 the cluster is trusted to run the task given and carry its result. RayRunner ships the caller's kernel_mcp
 to the workers (runtime_env ``py_modules``); each task carries its digest, and a node whose differs refuses.
 Faults: a lost worker or node is a system failure that Ray retries elsewhere (``max_retries``); our own
-exceptions are never retried. The result is the one the task's object holds, never counted twice; once
-retries run out, an ``error: harness`` result with a ``cluster_failed`` finding. Ray: imported here only, lazily.
-"""
+exceptions are never retried. The result is the one the task's object holds, never counted twice; once retries
+run out, ``error: harness`` with a ``cluster_failed`` finding. Ray: imported here only, lazily."""
 from __future__ import annotations
 
 import functools
@@ -53,12 +52,13 @@ class RayAttempt:
 class RayRunner:
     """The Runner methods (runner.Runner), judges on a Ray cluster, compile steps here. ``address``: "auto"
     (RAY_ADDRESS or this machine's cluster), "HOST:6379", "ray://HOST:10001" (Ray Client) or "local" (start
-    one here; ``init_kwargs`` go to ``ray.init``). ``retries``: how often a task lost with its worker runs again."""
+    one here; ``init_kwargs`` go to ``ray.init``). ``retries``: how often a task lost with its worker runs again.
+    ``spares``: judges booted ahead by each Ray worker process for its GPU."""
 
-    def __init__(self, address: str = "auto", retries: int = 3, **init_kwargs: Any):
-        if retries < 0:
-            raise ValueError("retries: how often a lost task runs again (0: never)")
-        self.address, self.retries = address, retries
+    def __init__(self, address: str = "auto", retries: int = 3, spares: int = 1, **init_kwargs: Any):
+        if retries < 0 or spares < 0:
+            raise ValueError("retries (how often a lost task runs again) and spares count from 0")
+        self.address, self.retries, self.spares = address, retries, spares
         self._local = LocalRunner(warm=False)
         self._mine = threading.local()  # per calling thread: last (RayAttempt), devices (asked -> Device)
         ray = _ray()
@@ -107,7 +107,8 @@ class RayRunner:
         say = on_progress or (lambda *_: None)
         files, (on_node, needs) = _pack(problem, request), self._placement(device)
         ref = self._task.options(max_retries=self.retries, retry_exceptions=False, name=f"kernel_mcp {request.mode}",
-                                 **needs).remote(files, request.model_dump(mode="json"), on_node, self._digest)
+                                 **needs).remote(files, request.model_dump(mode="json"), on_node, self._digest,
+                                                                  self.spares)
         self._mine.last = None
         say(f"queued on the Ray cluster at {self.address}", 0, 0)
         ray = _ray()
@@ -234,16 +235,17 @@ def package_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def _node_runner() -> LocalRunner:
-    """This worker process's warm runner for the GPU Ray gave this task: spares booted while another GPU was
-    visible would judge on that one, so each set of visible devices has its own."""
-    key = tuple(os.environ.get(name) for name in VISIBLE_VARS)
+def _node_runner(spares: int) -> LocalRunner:
+    """This worker process's warm runner for the GPU Ray gave this task (one per set of visible devices), with
+    the caller's ``spares`` (one: a tune measurement took 12.5 s, four: 6.6 s; H200, BENCHMARKS.md)."""
+    key = (*(os.environ.get(name) for name in VISIBLE_VARS), str(spares))
     if key not in _node_runners:
-        _node_runners[key] = LocalRunner(warm=True, step_hosts=False)  # steps run on the caller
+        _node_runners[key] = LocalRunner(warm=True, spares=spares, step_hosts=False)  # steps run on the caller
     return _node_runners[key]
 
 
-def _judge_on_node(files: dict[str, bytes], request: dict[str, Any], device: str, digest: str) -> dict[str, Any]:
+def _judge_on_node(files: dict[str, bytes], request: dict[str, Any], device: str, digest: str,
+                   spares: int = 1) -> dict[str, Any]:
     """The Ray task: stage the files, judge, and reply with the result (the staging folder stripped from
     it), the device, and where and at which attempt it ran; a usage error is a reply, never retried."""
     import ray
@@ -256,7 +258,7 @@ def _judge_on_node(files: dict[str, bytes], request: dict[str, Any], device: str
         staged = JudgeRequest.model_validate(request)
         staged = staged.model_copy(update={k: f"{root}{v}" for k in ("problem", "candidate", "baseline")
                                            if (v := getattr(staged, k))})
-        runner = _node_runner()
+        runner = _node_runner(spares)
         try:
             result = runner.judge(staged, device)
         except UsageError as exc:

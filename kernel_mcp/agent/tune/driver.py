@@ -10,10 +10,18 @@ round.
 With a ``memo`` (the run folder's evaluation cache), every comparison and measurement is kept by the
 content of the files and settings involved; the search is deterministic given them, so a tune resumed
 after ``kill -9`` replays what was measured from the memo and times only what was not.
+
+With a runner of several workers (a pool of GPUs, a Ray cluster: ``runner.parallel``), measurements and
+comparisons run that many at once, each on one device to itself, and the search takes its wide forms
+(search.py). ``on_step`` hears of each one timed (not those replayed from the memo): what, the
+configurations, the result, its seconds; the loop keeps them in the run's journal (evaluations per
+minute, the best as the search went: bench/scale_bench.py).
 """
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,7 +65,8 @@ class Tuner:
     def __init__(self, problem: str | Path, candidate: str | Path, workdir: str | Path, device: str = "auto",
                  settings: ProfileSettings | None = None, only: list[str] | None = None, runner=None,
                  on_progress: Callable[[str], None] | None = None, memo: Memo | None = None,
-                 stop: Callable[[], bool] | None = None, interpreted: bool | None = None):
+                 stop: Callable[[], bool] | None = None, interpreted: bool | None = None,
+                 on_step: Callable[..., None] | None = None):
         self.problem, self.device, self.runner = str(problem), device, runner
         self.source = Path(candidate).read_text()
         self.workdir = Path(workdir)
@@ -72,6 +81,9 @@ class Tuner:
         self.failed = 0
         self.memo = memo
         self.stop = stop or (lambda: False)  # True once the run's budget is spent: no more timing
+        self.on_step = on_step or (lambda **_: None)
+        self.width = max(1, getattr(runner, "parallel", 1))  # evaluations worth running at once
+        self._failed_lock = threading.Lock()  # comparisons run on several threads
 
     def file_of(self, config: Config) -> Path:
         """The configuration's source, written once under the work folder (named by its content), whole or
@@ -88,23 +100,34 @@ class Tuner:
         return f"tune-{what}-{digest.hexdigest()[:24]}"
 
     def _remembered(self, key: str, measure: Callable[[], dict[str, Any]], none: dict[str, Any],
-                    even_if_stopped: bool = False) -> dict[str, Any]:
-        """A measurement from the memo, or made now (and kept); ``none`` (a failure, not kept) once stopped,
-        unless ``even_if_stopped``."""
+                    even_if_stopped: bool = False, **step: Any) -> dict[str, Any]:
+        """A measurement from the memo, or made now (kept, and told to ``on_step`` with ``step``); ``none``
+        (a failure, not kept) once stopped, unless ``even_if_stopped``."""
         found = self.memo.cached(key) if self.memo else None
         if found is None:
             if self.stop() and not even_if_stopped:
                 return none
+            began = time.monotonic()
             found = measure()
             if self.memo:
                 self.memo.cache(key, found)
+            self.on_step(**step, **found, seconds=round(time.monotonic() - began, 2))
         return found
 
-    def compare(self, a: Config, b: Config, what: str = "compare") -> Ratio | None:
+    def _at_once(self, work: Callable[[Any], Any], items: list) -> list:
+        """``work`` over ``items``, as many at once as the runner has workers, results in order."""
+        width = min(len(items), self.width)
+        if width <= 1:
+            return [work(item) for item in items]
+        with ThreadPoolExecutor(width, thread_name_prefix="tune") as pool:
+            return list(pool.map(work, items))
+
+    def compare(self, a: Config, b: Config, what: str = "compare", even_if_stopped: bool = False) -> Ratio | None:
         """b's speedup over a; ``what`` keeps a confirmation apart from the search's own comparison of the
-        same pair in the memo (a confirmation must be a fresh run). A confirmation runs even once the run's
-        budget is spent: without it a search cut off by the budget would throw away every gain it found
-        (the overrun is one comparison)."""
+        same pair in the memo (a confirmation must be a fresh run). A confirmation, and the halving's winner
+        against the start (``even_if_stopped``), run even once the run's budget is spent: without them a
+        search cut off by the budget would throw away every gain it found (the overrun is two comparisons;
+        a Ray run on the H200 lost a whole halving that way, 2026-12-03)."""
         self.say(f"tune: {_changed(a, b)}")
         files = [self.file_of(a), self.file_of(b)]
 
@@ -112,9 +135,18 @@ class Tuner:
             ratio = compare_files(self.problem, *files, self.device, self.settings, self.runner)
             return {"ratio": [ratio.value, ratio.lo, ratio.hi] if ratio else None}
         found = self._remembered(self._memo_key(what, files, self.settings), run, {"ratio": None},
-                                 even_if_stopped=what == "confirm")["ratio"]
-        self.failed += found is None
+                                 even_if_stopped=even_if_stopped or what == "confirm", what=what, config=b,
+                                 against=a)["ratio"]
+        self._count_failed(found is None)
         return Ratio(*found) if found else None
+
+    def _count_failed(self, count: int) -> None:
+        with self._failed_lock:
+            self.failed += count
+
+    def compare_many(self, a: Config, bs: list[Config]) -> list[Ratio | None]:
+        """``compare(a, b)`` for each of ``bs``, as many at once as the runner has workers."""
+        return self._at_once(lambda b: self.compare(a, b), bs)
 
     def measure(self, configs: list[Config], effort: float) -> list[float | None]:
         """Each configuration timed alone; at once on as many devices as the runner has workers (a pool of
@@ -124,14 +156,10 @@ class Tuner:
         def one(config: Config) -> float | None:
             file = self.file_of(config)
             return self._remembered(self._memo_key("measure", [file], settings),
-                                    lambda: {"ms": self._time_alone(file, settings)}, {"ms": None})["ms"]
-        width = max(1, min(len(configs), getattr(self.runner, "parallel", 1)))
-        if width == 1:
-            times = [one(config) for config in configs]
-        else:
-            with ThreadPoolExecutor(width, thread_name_prefix="tune measure") as pool:
-                times = list(pool.map(one, configs))
-        self.failed += sum(t is None for t in times)
+                                    lambda: {"ms": self._time_alone(file, settings)}, {"ms": None},
+                                    what="measure", config=config, effort=effort)["ms"]
+        times = self._at_once(one, configs)
+        self._count_failed(sum(t is None for t in times))
         return times
 
     def _time_alone(self, file: Path, settings: ProfileSettings) -> float | None:
@@ -145,7 +173,8 @@ class Tuner:
         inputs, and kept only if it still wins significantly (the winner's curse at small effects)."""
         start = {p.name: p.current for p in self.params}
         trace = tune(self.params, self.compare, self.measure, delta=delta, samples=samples, seed=seed,
-                     seeds=priors.seeds(self.params))
+                     seeds=priors.seeds(self.params), width=self.width, compare_many=self.compare_many,
+                     settle=lambda a, b: self.compare(a, b, even_if_stopped=True))
         best, speedup = trace.best, None
         if best != start:
             confirmed = self.compare(start, best, what="confirm")

@@ -8,7 +8,11 @@ a synthetic landscape in the tests:
 * ``compare(a, b)`` -> the speedup of ``b`` over ``a`` as ``stats.Ratio`` (value and 95% CI), or None when
   ``b`` failed (compile error, wrong output, resources): a failed configuration is never chosen;
 * ``measure(configs, budget)`` -> median time per configuration (None: failed), ``budget`` a relative
-  effort the caller maps to samples or seconds.
+  effort the caller maps to samples or seconds;
+* with several devices (``width`` > 1), ``compare_many(a, bs)`` -> ``compare(a, b)`` for each of ``bs``, run
+  at once: descent then compares a point's neighbours side by side and steps to the best significant
+  gain (more comparisons than the one-at-a-time walk, in fewer waits), and halving starts from at least
+  four configurations per device, so its first rounds keep every device busy.
 
 A move needs the CI's lower end above 1 + delta, delta = max(1%, twice an A/A run's spread) as the
 orchestrator measures it: on a flat landscape the search stays where it started (tests hold it to that
@@ -24,6 +28,7 @@ from kernel_mcp.agent.tune.params import Config, Param, space_size
 from kernel_mcp.stats import Ratio
 
 Compare = Callable[[Config, Config], Ratio | None]
+CompareMany = Callable[[Config, list[Config]], list[Ratio | None]]
 Measure = Callable[[list[Config], float], list[float | None]]
 DELTA = 0.01
 
@@ -93,6 +98,36 @@ def _walk(params: list[Param], name: str, trace: Trace, step: Config, compare: C
     return moved
 
 
+def wide_descent(params: list[Param], start: Config, compare_many: CompareMany, width: int, delta: float = DELTA,
+                 feasible: Callable[[Config], bool] = lambda _: True, max_moves: int | None = None,
+                 trace: Trace | None = None) -> Trace:
+    """Coordinate descent for ``width`` devices: every untried neighbour of the current point (each
+    parameter a step up and a step down) compared against it, ``width`` at a time; after each wave, a
+    move to the neighbour whose gain has the highest lower end, if any is significant. Ends when a
+    point's neighbours are all tried without a gain (or after ``max_moves``, 6 per parameter)."""
+    trace = trace or Trace(best=dict(start))
+    trace.best = dict(start)
+    tried = {_key(start)}
+    for _ in range(max_moves if max_moves is not None else 6 * max(1, len(params))):
+        frontier = [step for param in params for step in neighbours(params, trace.best, param.name)
+                    if _key(step) not in tried and feasible(step)]
+        moved = False
+        for first in range(0, len(frontier), max(1, width)):
+            wave = frontier[first:first + max(1, width)]
+            tried.update(_key(step) for step in wave)
+            ratios = compare_many(trace.best, wave)
+            gains = [(ratio.lo, i) for i, ratio in enumerate(ratios) if ratio is not None and ratio.lo > 1 + delta]
+            winner = wave[max(gains)[1]] if gains else None
+            for step, ratio in zip(wave, ratios):
+                trace.steps.append((dict(trace.best), dict(step), ratio, step is winner))
+            if winner is not None:
+                trace.best, moved = dict(winner), True
+                break
+        if not moved:
+            break
+    return trace
+
+
 def spread_sample(params: list[Param], count: int, seed: int = 0) -> list[Config]:
     """``count`` configurations in which every value of every parameter appears about equally often (a
     Latin-hypercube-like draw: each parameter walks a fresh shuffle of its values, the walks combined at
@@ -135,18 +170,25 @@ def successive_halving(params: list[Param], measure: Measure, start: Config, sam
 
 def tune(params: list[Param], compare: Compare, measure: Measure | None = None, delta: float = DELTA,
          feasible: Callable[[Config], bool] = lambda _: True, samples: int = 16, seed: int = 0,
-         seeds: list[Config] = ()) -> Trace:
+         seeds: list[Config] = (), width: int = 1, compare_many: CompareMany | None = None,
+         settle: Compare | None = None) -> Trace:
     """Halving first when the space is large and a measure is given (its first round includes ``seeds``),
     then coordinate descent from its winner, which must also beat the starting configuration significantly
-    to be kept."""
+    to be kept (that comparison made by ``settle``, default ``compare``: the caller's may run it even once
+    its budget is spent). With ``width`` > 1 devices and ``compare_many``, the wide forms of both (module
+    docstring)."""
     start = {p.name: p.current for p in params}
     trace = Trace(best=dict(start))
+    wide = width > 1 and compare_many is not None
     if measure is not None and space_size(params) > 2 * samples:
+        samples = max(samples, 4 * width) if wide else samples
         successive_halving(params, measure, start, samples, feasible, seed, trace, seeds)
         if trace.best != start:
-            ratio = compare(start, trace.best)
+            ratio = (settle or compare)(start, trace.best)
             gained = ratio is not None and ratio.lo > 1 + delta
             trace.steps.append((dict(start), dict(trace.best), ratio, gained))
             if not gained:
                 trace.best = dict(start)
+    if wide:
+        return wide_descent(params, trace.best, compare_many, width, delta, feasible, trace=trace)
     return coordinate_descent(params, trace.best, compare, delta, feasible, trace=trace)
