@@ -200,3 +200,27 @@ def test_a_bad_address_or_no_ray_is_a_usage_error_saying_what_to_do():
         done = subprocess.run([sys.executable, "-c", script, case, address], capture_output=True, text=True,
                               timeout=120, env={**os.environ, "PYTHONPATH": repo_pythonpath()})
         assert "UsageError: " in done.stdout and expected in done.stdout, (case, done.stdout, done.stderr[-2000:])
+
+
+def test_a_ray_worker_process_keeps_one_warm_runner_whichever_gpu_it_is_given(monkeypatch):
+    """Ray reuses a worker process for tasks on other GPUs (it sets CUDA_VISIBLE_DEVICES per task). Each set
+    of visible devices needs its own judges (booted pinned), but a process keeping one runner per GPU would
+    hold spares x GPUs judges on an 8-GPU node: the previous runner ends when the set changes."""
+    from kernel_mcp.worker import ray_pool
+    booted = []
+
+    class Runner:  # stands in for LocalRunner: records what was booted and what was closed
+        def __init__(self, **kwargs):
+            self.kwargs, self.closed = kwargs, False
+            booted.append(self)
+
+        def close(self):
+            self.closed = True
+    monkeypatch.setattr(ray_pool, "LocalRunner", Runner)
+    monkeypatch.setattr(ray_pool, "_node_runners", {})
+    for visible in ("0", "0", "3", "3", "0"):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        runner = ray_pool._node_runner(4)
+    assert len(booted) == 3 and [r.closed for r in booted] == [True, True, False] and runner is booted[-1]
+    assert booted[0].kwargs == {"warm": True, "spares": 4, "step_hosts": False}
+    assert list(ray_pool._node_runners.values()) == [runner]
