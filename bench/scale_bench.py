@@ -20,8 +20,8 @@ one GPU alone.
    ``--trust-rounds`` times on each GPU alone, one GPU at a time, then on every GPU at once (one thread per
    GPU, all timing together), optionally while ``--host-load`` CPU workers check a Triton-interpreted
    kernel in a loop (the host's cores busy, as compile steps and other workers keep them). Per GPU and
-   shape: the median over rounds of each profile's median, together against alone on the same GPU, and
-   whether it lies within the alone runs' confidence interval.
+   shape: the median over rounds of each profile's median, together against alone on the same GPU,
+   whether it lies within the alone runs' confidence interval, and each GPU alone against GPU 0 alone.
 
 Writes OUT/results.json and prints a Markdown summary. A route that cannot run here (Ray not installed,
 fewer GPUs than asked) is reported as skipped, with why.
@@ -168,7 +168,17 @@ def trust(args, workers: int) -> dict:
     finally:
         pool.close()
     return {"kernel": kernel, "rounds": args.trust_rounds, "host_load_workers": args.host_load,
-            "host_load_checks": host_checks, "gpus": [_compare(gpu, alone[gpu], together[gpu]) for gpu in alone]}
+            "host_load_checks": host_checks, "gpus": _against_gpu0([_compare(g, alone[g], together[g]) for g in alone])}
+
+
+def _against_gpu0(gpus: list[dict]) -> list[dict]:
+    """Each GPU's alone median over GPU 0's, per shape: the spread between GPUs, which the halving's ranking
+    (configurations timed on different GPUs) takes as noise; every move is a paired comparison on one GPU."""
+    first = gpus[0].get("shapes") if gpus else None
+    for gpu in gpus:
+        for i, shape in enumerate(gpu.get("shapes", [])):
+            shape["vs_gpu0"] = round(shape["alone_ms"] / first[i]["alone_ms"], 4) if first else None
+    return gpus
 
 
 def _compare(gpu: int, alone: list, together: list) -> dict:
@@ -231,13 +241,13 @@ def markdown(results: dict) -> str:
         t = results["trust"]
         lines += ["", f"Trust: {t['rounds']} rounds, host load {t['host_load_workers']} CPU workers "
                       f"({t['host_load_checks']} checks)", "",
-                  "| GPU | shape | alone ms [CI] | together ms | ratio | within CI |", "| --- " * 6 + "|"]
+                  "| GPU | shape | alone ms [CI] | together ms | ratio | within CI | alone vs GPU 0 |", "| --- " * 7 + "|"]
         for gpu in t["gpus"]:
             if "error" in gpu:
                 lines.append(f"| {gpu['gpu']} | {gpu['error']} |")
             for s in gpu.get("shapes", []):
                 lines.append(f"| {gpu['gpu']} | {s['shape']} | {s['alone_ms']} [{s['ci'][0]}, {s['ci'][1]}] | "
-                             f"{s['together_ms']} | {s['ratio']} | {s['within_ci']} |")
+                             f"{s['together_ms']} | {s['ratio']} | {s['within_ci']} | {s.get('vs_gpu0')} |")
     return "\n".join(lines)
 
 
