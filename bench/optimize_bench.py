@@ -37,12 +37,13 @@ from kernel_mcp.agent.summary import summarize  # noqa: E402
 from kernel_mcp.results import ProfileSettings  # noqa: E402
 
 
-def cli(args: list[str], log: Path, timeout: float) -> tuple[int, float, str]:
-    """Run ``kernel-mcp ARGS``; (exit code, wall seconds, stdout). Its stderr (progress) goes to ``log``."""
+def cli(args: list[str], log: Path, timeout: float, env: dict[str, str] | None = None) -> tuple[int, float, str]:
+    """Run ``kernel-mcp ARGS`` (in ``env``, default this process's); (exit code, wall seconds, stdout). Its
+    stderr (progress) goes to ``log``."""
     began = time.monotonic()
     with open(log, "w") as err:
         done = subprocess.run([sys.executable, "-m", "kernel_mcp", *args], stdout=subprocess.PIPE, stderr=err,
-                              text=True, timeout=timeout, cwd=ROOT)
+                              text=True, timeout=timeout, cwd=ROOT, env=env)
     return done.returncode, time.monotonic() - began, done.stdout
 
 

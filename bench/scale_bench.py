@@ -33,7 +33,6 @@ import importlib.util
 import json
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -41,8 +40,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # optimize_bench
 
 from kernel_mcp.agent.runlog import read  # noqa: E402
+from optimize_bench import cli  # noqa: E402  (its neighbour in bench/: kernel-mcp run, stderr to a log)
 
 
 # --- 1. the search on N workers ------------------------------------------------------------------------
@@ -65,23 +66,15 @@ def run_search(via: str, workers: int, args, out: Path) -> dict:
     route = ["--gpus", ",".join(str(i) for i in range(workers))]
     if via == "ray":
         env["CUDA_VISIBLE_DEVICES"], route = ",".join(gpus[:workers]), ["--cluster", "local"]
-    command = [sys.executable, "-m", "kernel_mcp", "optimize", str(args.problem), "--agent", "tune",
-               "--budget", args.budget, "--timing", str(args.timing), "--run", str(folder / "run"), "--json", *route]
-    began = time.monotonic()
-    with open(folder / "stderr.log", "w") as log:
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=ROOT,
-                              timeout=args.timeout)
-    wall = time.monotonic() - began
+    code, wall, stdout = cli(["optimize", str(args.problem), "--agent", "tune", "--budget", args.budget, "--timing",
+                              str(args.timing), "--run", str(folder / "run"), "--json", *route],
+                             folder / "stderr.log", args.timeout, env)
     if not (folder / "run" / "journal.jsonl").exists():
-        return {"exit": done.returncode, "wall_s": round(wall, 1), "error": _tail(folder / "stderr.log")}
-    summary = json.loads(done.stdout) if done.stdout.strip() else {}
-    return {"exit": done.returncode, "wall_s": round(wall, 1), **rates(folder / "run", workers),
+        return {"exit": code, "wall_s": round(wall, 1), "error": (folder / "stderr.log").read_text()[-1500:]}
+    summary = json.loads(stdout) if stdout.strip() else {}
+    return {"exit": code, "wall_s": round(wall, 1), **rates(folder / "run", workers),
             "best_x_reference": (summary.get("best") or {}).get("speedup"),
             "gain_over_baseline": summary.get("gain_over_baseline"), "finished": summary.get("finished")}
-
-
-def _tail(log: Path) -> str:
-    return log.read_text()[-1500:]
 
 
 def rates(run: Path, workers: int) -> dict:
@@ -138,7 +131,7 @@ def best_by_minute(records, steps) -> list[dict]:
 # --- 2. trust: every GPU busy at once against each alone -------------------------------------------------
 def trust(args, workers: int) -> dict:
     from kernel_mcp.tools.profile import profile, settings_from
-    from kernel_mcp.worker.pool import cpu_pool, gpu_pool
+    from kernel_mcp.worker.pool import gpu_pool
     settings = settings_from(budget_s=args.timing)
     kernel = str(args.kernel or Path(args.problem) / "baseline.py")
     pool = gpu_pool(",".join(str(i) for i in range(workers)))
@@ -154,7 +147,7 @@ def trust(args, workers: int) -> dict:
         for gpu in range(workers):
             medians(gpu)  # unmeasured: each worker's caches and CUPTI warm
         alone = {gpu: [medians(gpu) for _ in range(args.trust_rounds)] for gpu in range(workers)}
-        load = _HostLoad(args.host_load, cpu_pool) if args.host_load else None
+        load = _HostLoad(args.host_load) if args.host_load else None
         together: dict[int, list] = {gpu: [] for gpu in range(workers)}
         try:
             for _ in range(args.trust_rounds):
@@ -199,15 +192,17 @@ def _compare(gpu: int, alone: list, together: list) -> dict:
 class _HostLoad:
     """CPU workers checking an interpreted Triton kernel in a loop: the host's cores kept busy."""
 
-    def __init__(self, workers: int, cpu_pool):
+    def __init__(self, workers: int):
         from kernel_mcp.tools.check import check
-        self.pool, self.done, self.checks = cpu_pool(workers), threading.Event(), 0
+        from kernel_mcp.worker.pool import cpu_pool
+        self.pool, self.done, self.checks, counting = cpu_pool(workers), threading.Event(), 0, threading.Lock()
         problem = ROOT / "problems" / "vector_add"
 
         def loop() -> None:
             while not self.done.is_set():
                 check(str(problem), str(problem / "baseline.py"), device="cpu", runner=self.pool)
-                self.checks += 1
+                with counting:
+                    self.checks += 1
         self.threads = [threading.Thread(target=loop, daemon=True) for _ in range(workers)]
         for thread in self.threads:
             thread.start()

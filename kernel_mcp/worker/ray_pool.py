@@ -245,7 +245,7 @@ def _node_runner(spares: int) -> LocalRunner:
 
 
 def _judge_on_node(files: dict[str, bytes], request: dict[str, Any], device: str, digest: str,
-                   spares: int = 1) -> dict[str, Any]:
+                   spares: int) -> dict[str, Any]:
     """The Ray task: stage the files, judge, and reply with the result (the staging folder stripped from
     it), the device, and where and at which attempt it ran; a usage error is a reply, never retried."""
     import ray
