@@ -250,12 +250,25 @@ def _x(value, base) -> str:
     return f"{value / base:.2f}" if value and base else "-"
 
 
+def _listed(allowed=None):
+    """An argparse type: comma-separated positive integers, or names from ``allowed`` (empty: none)."""
+    def parse(text: str) -> list:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        wrong = [t for t in items if (t not in allowed if allowed else not (t.isdigit() and int(t) > 0))]
+        if wrong:
+            raise argparse.ArgumentTypeError(f"{wrong[0]!r}: give " + (" and/or ".join(allowed) if allowed
+                                                                      else "GPU counts like 1,2,4"))
+        return items if allowed else [int(t) for t in items]
+    return parse
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--problem", type=Path, default=ROOT / "problems" / "matmul_bf16")
-    parser.add_argument("--workers", default="1,2,4,8", help="GPU counts, comma-separated")
-    parser.add_argument("--via", default="pool,ray", help="pool, ray, or both")
+    parser.add_argument("--workers", type=_listed(), default="1,2,4,8", help="GPU counts, comma-separated")
+    parser.add_argument("--via", type=_listed(("pool", "ray")), default="pool,ray",
+                        help="pool, ray, both, or '' (the trust part only)")
     parser.add_argument("--budget", default="10m", help="each optimize run's budget")
     parser.add_argument("--timing", type=float, default=4.0, help="seconds of timing per evaluation")
     parser.add_argument("--timeout", type=float, default=1800, help="a run's wall-clock limit, seconds")
@@ -264,15 +277,16 @@ def main() -> None:
     parser.add_argument("--kernel", type=Path, help="what the trust part times (default: the baseline)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    counts = [int(n) for n in args.workers.split(",")]
     results: dict = {"args": {k: str(v) for k, v in vars(args).items()}, "search": {}}
-    for via in [v.strip() for v in args.via.split(",") if v.strip()]:
-        for n in counts:
+    for via in args.via:
+        for n in args.workers:
             print(f"{via} x{n}: optimize ...", file=sys.stderr, flush=True)
             results["search"].setdefault(via, {})[str(n)] = run_search(via, n, args, args.out)
             (args.out / "results.json").write_text(json.dumps(results, indent=1))
-    if args.trust_rounds:
-        usable = [n for n in counts if n <= len(visible_gpus())]
+    usable = [n for n in args.workers if n <= len(visible_gpus())]
+    if args.trust_rounds and not usable:
+        print(f"trust: skipped, {len(visible_gpus())} GPU(s) visible here", file=sys.stderr, flush=True)
+    elif args.trust_rounds:
         print(f"trust on {max(usable)} GPU(s) ...", file=sys.stderr, flush=True)
         results["trust"] = trust(args, max(usable))
         (args.out / "results.json").write_text(json.dumps(results, indent=1))
