@@ -52,6 +52,7 @@ class Comparison(BaseModel):
     elements: int = 0
     first_mismatches: list[Mismatch] = Field(default_factory=list)
     note: str = ""
+    nonfinite: int = 0  # NaN or Inf where the float64 reference (and its task-dtype run) is finite
 
 
 class CaseResult(BaseModel):

@@ -79,6 +79,32 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(_raw(a), _raw(b))
 
 
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def element_bits(t: torch.Tensor) -> torch.Tensor:
+    """Each element's bits as one integer (two for 16-byte elements, in a last dimension of 2), flat:
+    equal values compare equal, NaN included, and -0.0 differs from 0.0."""
+    flat = t.detach().contiguous().reshape(-1)
+    if t.dtype == torch.bool:
+        return flat.view(torch.uint8)
+    size = t.element_size()
+    if size in _BITS:
+        return flat.view(_BITS[size])
+    return flat.view(torch.int64).reshape(-1, size // 8)
+
+
+def same_where_written(got: torch.Tensor, want: torch.Tensor, before: torch.Tensor) -> bool:
+    """Do ``got`` and ``want`` hold the same bits wherever ``want`` differs from ``before``? (Where a plain
+    run left an output buffer's elements alone, a poisoned buffer keeps its poison: not a sign of reading.)"""
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False
+    g, w, b = element_bits(got), element_bits(want), element_bits(before)
+    written = (w != b) if w.dim() == 1 else (w != b).any(-1)
+    differ = (g != w) if g.dim() == 1 else (g != w).any(-1)
+    return not bool((written & differ).any())
+
+
 def _raw(t: torch.Tensor) -> torch.Tensor:
     flat = t.detach().contiguous().reshape(-1)  # 1-D first: a 0-dim tensor (a loss) cannot be viewed as bytes
     return flat.view(torch.uint8) if flat.numel() else flat.to(torch.uint8)
@@ -110,3 +136,22 @@ def describe(t: Any) -> str:
     if isinstance(t, torch.Tensor):
         return f"{type(t).__name__}(shape={tuple(t.shape)}, dtype={t.dtype}, device={t.device})"
     return type(t).__name__
+
+
+DIGEST_CHUNK = 1 << 22  # elements digested at a time: int64 temporaries of 32 MiB
+
+
+def digest(tree: Any) -> list[int]:
+    """One integer per tensor leaf: the sum of its elements' bits, each weighted by its position (int64,
+    wrapping). Equal bits give equal digests in any process and on any device (integer sums do not depend
+    on their order); a write into the tensor changes it (timing: the output changed after the clock)."""
+    found = []
+    for _, t in leaves(tree):
+        bits = element_bits(t).reshape(-1)
+        total = torch.zeros((), dtype=torch.int64, device=t.device)
+        for start in range(0, bits.numel(), DIGEST_CHUNK):
+            piece = bits[start:start + DIGEST_CHUNK].to(torch.int64)
+            weights = torch.arange(start, start + piece.numel(), dtype=torch.int64, device=t.device) * 2654435761 + 1
+            total += (piece * weights).sum()
+        found.append(int(total.item()))
+    return found

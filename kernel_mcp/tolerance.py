@@ -13,13 +13,15 @@ In addition, norm-wise::
 
 The per-element bound also gets an absolute floor (where the output cancels, |ref64| is far below the
 terms summed and any other order of summation misses it): the larger of NOISE_FLOOR times the RMS of the
-honest task-dtype run's error beyond its output rounding, and a*u_acc*RMS(ref64). Then it is scaled as a
-whole, keeping its shape, until the same op computed honestly in the task dtype uses at most half of it
+honest task-dtype run's error beyond its output rounding, and a*u_acc*RMS(ref64), both taken per *group*
+of the output (noise_floor.py), so that rows orders of magnitude smaller than others are held to their own
+noise, not the large rows'. Then it is scaled as a whole, keeping its shape, until the same op computed honestly in the task dtype uses at most half of it
 (the FlashAttention rule); norm-wise a candidate may be HONEST_NORM_MARGIN times less accurate than that
 honest run (another order of summation is at times 2x; one precision step down is 8x or more). So a bound
 too tight for an op never fails honest code, while tf32/bf16 shortcuts in an fp32 op (100-1000x the
 honest error) or a bf16 running sum in a bf16 matmul still fail (bench/tolerance_bench.py, 1,000 seeds).
-NaN/Inf never match a finite value. Outputs are compared in pieces of CHUNK elements (memory).
+NaN/Inf never match a finite value, and are counted apart (``Comparison.nonfinite``: under every precision
+contract they fail). Outputs are compared in pieces of CHUNK elements (memory).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
+from kernel_mcp import noise_floor
 from kernel_mcp.results import Comparison, Mismatch
 from kernel_mcp.taskspec import ToleranceSpec
 
@@ -81,41 +84,51 @@ class Expected:
 
 @dataclass
 class _Bound:
-    """The per-element bound, ``scale * (on_mag*M + on_ref*|ref| + floor)``, made for one piece at a time."""
+    """The per-element bound, ``scale * (on_mag*M + on_ref*|ref| + floor + groups[group])``, made for one
+    piece at a time (``groups``: the absolute floor of each group of ``group_size`` elements)."""
 
     on_mag: float = 0.0
     on_ref: float = 0.0
     floor: float = 0.0
     scale: float = 1.0
+    groups: torch.Tensor | None = None
+    group_size: int = 1
 
-    def of(self, ref: torch.Tensor, mag: torch.Tensor | None) -> torch.Tensor:
+    def of(self, ref: torch.Tensor, mag: torch.Tensor | None, start: int = 0) -> torch.Tensor:
         bound = self.on_ref * ref.abs() + self.floor
         if self.on_mag:
             bound = bound + self.on_mag * (ref if mag is None else mag).abs()
+        if self.groups is not None:
+            bound = bound + self.groups[noise_floor.group_ids(start, ref.numel(), self.group_size, ref.device)]
         return bound * self.scale if self.scale != 1.0 else bound
 
 
-def compare(out: torch.Tensor, exp: Expected, policy: ToleranceSpec, K: float, leaf: str = "") -> Comparison:
+def compare(out: torch.Tensor, exp: Expected, policy: ToleranceSpec, K: float, leaf: str = "",
+            held_to: torch.dtype | None = None) -> Comparison:
     """``out`` against ``exp`` within the policy's bound, in pieces of CHUNK elements: the float64
     temporaries stay a few hundred MiB whatever the output's size (a whole-tensor comparison needed some
-    ten float64 copies of the output at once)."""
+    ten float64 copies of the output at once). ``held_to``: the dtype whose precision the bound assumes
+    (default: the output's own; a float64 reference of lower-precision inputs holds the output to theirs)."""
     pieces = _Pieces(out, exp)
     if not out.is_floating_point() or policy.mode == "exact":
         return _tally(pieces, _Bound(), policy, leaf, 0.0, "exact match required")
-    bound, norm_bound, note = _bounds(out.dtype, exp, policy, K)
+    dtype = held_to or out.dtype
+    bound, norm_bound, note = _bounds(dtype, exp, policy, K)
     honest_norm = 0.0
     if exp.honest is not None and exp.honest.shape == exp.ref.shape and policy.mode != "explicit":
         # Where the output cancels (|ref| far below the terms summed), a bound proportional to |ref| is
         # smaller than any order of summation achieves; the task-dtype reference's own error, beyond its
-        # output rounding, measures that noise: an absolute floor of NOISE_FLOOR times its RMS.
+        # output rounding, measures that noise: an absolute floor of NOISE_FLOOR times its RMS, per group.
         # Where the output rounding hides that noise (a bf16 output summed in fp32), the accumulation's
-        # own unit at the output's RMS magnitude stands in for it.
-        noise, rms = _honest_noise(pieces, unit_roundoff(out.dtype))
-        u_acc = unit_roundoff(accumulation_dtype(out.dtype, policy.accumulate))
-        floor = max(NOISE_FLOOR * noise, policy.a * u_acc * rms)
-        if floor > 0:
-            bound.floor += floor
-            note += f"; absolute floor {floor:.3g} (honest noise RMS {noise:.3g}, output RMS {rms:.3g})"
+        # own unit at the group's RMS magnitude stands in for it.
+        u_acc = unit_roundoff(accumulation_dtype(dtype, policy.accumulate))
+        size = noise_floor.group_size(pieces.shape)
+        noise, rms = noise_floor.honest_noise(pieces, unit_roundoff(dtype), size)
+        floors = torch.maximum(NOISE_FLOOR * noise, policy.a * u_acc * rms)
+        if bool((floors > 0).any()):
+            bound.groups, bound.group_size = floors, size
+            note += (f"; absolute floor per {size} elements {floors.min().item():.3g} to {floors.max().item():.3g} "
+                     f"(honest noise RMS up to {noise.max().item():.3g}, output RMS up to {rms.max().item():.3g})")
         # Honest code must pass with a 2x margin: if the task-dtype reference itself uses more than half
         # of the bound anywhere, scale the whole bound (keeping its shape) until it uses half.
         used, honest_norm = _honest_use(pieces, bound)
@@ -124,6 +137,8 @@ def compare(out: torch.Tensor, exp: Expected, policy: ToleranceSpec, K: float, l
             note += f"; bound x{2 * used:.3g} (2x the honest task-dtype error)"
     if not exp.exact64:
         note += "; no float64 reference, bounds doubled"
+    if held_to is not None and held_to != out.dtype:
+        note += f"; held to {str(held_to).removeprefix('torch.')} (the inputs' precision)"
     return _tally(pieces, bound, policy, leaf, norm_bound, note, honest_norm)
 
 
@@ -162,27 +177,13 @@ class _Pieces:
             yield start, out, ref, honest, mag
 
 
-def _honest_noise(pieces: _Pieces, u_out: float) -> tuple[float, float]:
-    """RMS over the output of the task-dtype reference's error beyond its own output rounding (the
-    accumulation noise an honest computation of this op makes on these inputs; 0 for exact ops), and the
-    RMS of the (finite) reference."""
-    squares = torch.zeros((), dtype=torch.float64, device=pieces.device)
-    ref_squares = torch.zeros_like(squares)
-    for _, _, ref, honest, _ in pieces:
-        excess = ((honest.to(torch.float64) - ref).abs() - u_out * ref.abs()).clamp(min=0.0)
-        squares += torch.where(torch.isfinite(excess), excess, 0.0).square().sum()
-        ref_squares += torch.where(torch.isfinite(ref), ref, 0.0).square().sum()
-    n = max(pieces.n, 1)
-    return math.sqrt(squares.item() / n), math.sqrt(ref_squares.item() / n)
-
-
 def _honest_use(pieces: _Pieces, bound: _Bound) -> tuple[float, float]:
     """The largest share of the bound the task-dtype reference uses, and its error's norm."""
     used = torch.zeros((), dtype=torch.float64, device=pieces.device)
     squares = torch.zeros_like(used)
-    for _, _, ref, honest, mag in pieces:
+    for start, _, ref, honest, mag in pieces:
         error = (honest.to(torch.float64) - ref).abs()
-        b = bound.of(ref, mag)
+        b = bound.of(ref, mag, start)
         finite = torch.isfinite(error) & torch.isfinite(b)
         used = torch.maximum(used, torch.where(finite, error / b, 0.0).amax())
         squares += torch.where(finite, error, 0.0).square().sum()
@@ -197,16 +198,16 @@ class _Totals:
         self.max_abs, self.max_rel, self.max_ratio = zero.clone(), zero.clone(), zero.clone()
         self.ref_squares, self.diff_squares = zero.clone(), zero.clone()
         self.finite = torch.zeros((), dtype=torch.int64, device=device)
-        self.considered, self.bad = self.finite.clone(), self.finite.clone()
+        self.considered, self.bad, self.nonfinite = self.finite.clone(), self.finite.clone(), self.finite.clone()
         self.first: list[Mismatch] = []
 
 
 def _tally(pieces: _Pieces, bound: _Bound, policy: ToleranceSpec, leaf: str, norm_bound: float, note: str,
            honest_norm: float = 0.0) -> Comparison:
     totals = _Totals(pieces.device)
-    for start, out, ref, _, mag in pieces:
-        b = bound.of(ref, mag) if pieces.floating else None
-        bad = _add_piece(totals, out, ref, b) if pieces.floating else _add_exact_piece(totals, out, ref)
+    for start, out, ref, honest, mag in pieces:
+        b = bound.of(ref, mag, start) if pieces.floating else None
+        bad = _add_piece(totals, out, ref, b, honest) if pieces.floating else _add_exact_piece(totals, out, ref)
         if len(totals.first) < MAX_REPORTED:
             for f in torch.nonzero(bad).reshape(-1)[:MAX_REPORTED - len(totals.first)].tolist():
                 totals.first.append(Mismatch(index=unravel(start + f, pieces.shape), got=float(out[f]),
@@ -233,13 +234,20 @@ def _tally(pieces: _Pieces, bound: _Bound, policy: ToleranceSpec, leaf: str, nor
     return Comparison(
         leaf=leaf, ok=ok, max_abs_error=max_abs, max_rel_error=max_rel, max_error_in_bounds=max_ratio,
         norm_error=norm_err, norm_bound=norm_bound if math.isfinite(norm_bound) else -1.0,
-        mismatches=mismatches, elements=n, first_mismatches=totals.first, note=note)
+        mismatches=mismatches, elements=n, first_mismatches=totals.first, note=note,
+        nonfinite=int(totals.nonfinite.item()))
 
 
-def _add_piece(t: _Totals, out: torch.Tensor, ref: torch.Tensor, bound: torch.Tensor) -> torch.Tensor:
+def _add_piece(t: _Totals, out: torch.Tensor, ref: torch.Tensor, bound: torch.Tensor,
+               honest: torch.Tensor | None) -> torch.Tensor:
     """Fold one floating piece into the totals; returns the mask of elements outside the bound. Both NaN,
-    or the same infinity, match; NaN or Inf never matches a finite value."""
+    or the same infinity, match; NaN or Inf never matches a finite value (counted apart where the honest
+    task-dtype run is finite there too: an overflow the reference's own run makes is no sign of cheating)."""
     err = (out - ref).abs()
+    broken = ~torch.isfinite(out) & torch.isfinite(ref)
+    if honest is not None and honest.shape == out.shape:
+        broken &= torch.isfinite(honest)
+    t.nonfinite += broken.sum()
     matched_special = (torch.isnan(out) & torch.isnan(ref)) | (torch.isinf(ref) & (out == ref))
     good = ((err <= bound) & torch.isfinite(out)) | matched_special
     finite = torch.isfinite(err)

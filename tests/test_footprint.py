@@ -111,7 +111,7 @@ def test_a_degenerate_probes_constant_is_the_outputs_mean_taken_a_piece_at_a_tim
     import torch
 
     from kernel_mcp.tolerance import CHUNK
-    from kernel_mcp.worker.check_run import _mean
+    from kernel_mcp.worker.degenerate import _mean
     t = torch.rand(CHUNK + 12345, dtype=torch.float32) + 1e4  # more than one piece; a float32 sum would drift
     assert _mean(t) == pytest.approx(t.double().mean().item(), rel=1e-12)
     assert _mean(torch.ones(0)) == 0.0

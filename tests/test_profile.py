@@ -131,14 +131,14 @@ def test_double_forked_daemon_is_stopped_while_the_reference_is_timed(monkeypatc
 
 
 def test_flush_mode_is_read_unless_asked_and_a_bad_value_is_refused(monkeypatch):
-    from kernel_mcp.worker import timing
+    from kernel_mcp.worker import flush
     monkeypatch.delenv("KERNEL_MCP_FLUSH", raising=False)
-    assert timing.flush_mode() == "read"
+    assert flush.flush_mode() == "read"
     monkeypatch.setenv("KERNEL_MCP_FLUSH", "write")
-    assert timing.flush_mode() == "write"
+    assert flush.flush_mode() == "write"
     monkeypatch.setenv("KERNEL_MCP_FLUSH", "sideways")
     with pytest.raises(ValueError, match="read, write"):
-        timing.flush_mode()
+        flush.flush_mode()
 
 
 def test_a_timing_budget_running_out_is_not_the_candidates_failure():

@@ -60,11 +60,13 @@ def _kernel_from(module: Any, init: dict, device: str) -> Callable:
             raise MissingEntryPoint("the candidate defines no custom_kernel(data) function")
         return fn
     import torch
+
+    from kernel_mcp.worker.kernelbench import adopt_parameters
     if not hasattr(module, "ModelNew"):
         raise MissingEntryPoint("a KernelBench candidate must define class ModelNew")
     torch.manual_seed(kb["seed"])  # same seed as the judge's Model, for weights it cannot share by name
     model = module.ModelNew(*kb["init_inputs"]).to(device)
-    model.load_state_dict(kb["state_dict"], strict=False)
+    init["unmatched"] = adopt_parameters(model, kb["state_dict"], kb.get("initial", {}))
     model.train(bool(kb.get("training", True)))  # the reference Model's mode
 
     def run(data: tuple) -> Any:
@@ -124,17 +126,16 @@ def serve(conn: Connection) -> None:
     except BaseException as exc:  # noqa: BLE001  (SystemExit and KeyboardInterrupt are candidate failures too)
         conn.send(_error("import", exc))
         return
-    conn.send(("ready",))
+    conn.send(("ready", {"unmatched": [str(k)[:200] for k in init.get("unmatched", [])][:64]}))
     keep_alive = None  # the last output must outlive its CUDA IPC handle until the judge has copied it
-    flusher = None
+    clock = timing.Clock(device)
     while True:
         message = conn.recv()
         kind = message[0]
         if kind == "run":
             keep_alive = _run(conn, kernel, message, device)
         elif kind == "time":
-            flusher = flusher or timing.Flusher(device, message[3]["cache_bytes"])
-            keep_alive = _time(conn, kernel, message, flusher)
+            keep_alive = _time(conn, kernel, message, clock)
         else:
             return
         # the inputs are the judge's memory, held for us (CUDA IPC) until we drop them: drop them now,
@@ -145,9 +146,16 @@ def serve(conn: Connection) -> None:
     del keep_alive
 
 
+def _seed(rng_seed: int) -> None:
+    """The case's RNG seed, as the judge's reference runs start from it (a dropout draws the same mask)."""
+    import torch
+    torch.manual_seed(rng_seed)
+
+
 def _run(conn: Connection, kernel: Callable, message: tuple, device: str) -> Any:
-    _, case_id, data = message
+    _, case_id, data, rng_seed = message
     try:
+        _seed(rng_seed)
         output = kernel(data)
         _synchronize(device)
     except BaseException as exc:  # noqa: BLE001  (SystemExit and KeyboardInterrupt are candidate failures too)
@@ -166,25 +174,33 @@ def _release_memory() -> None:
     torch.cuda.empty_cache()
 
 
-def _time(conn: Connection, kernel: Callable, message: tuple, flusher: Any) -> Any:
-    """One timed call (see worker/timing.py). The output goes back as a snapshot taken once all device
-    work has finished, with the figures; ``mode`` "kernel" adds CUPTI's device busy time, "graph" times a
-    replayed CUDA graph instead (a figure only: nothing it computes is returned)."""
-    from kernel_mcp.worker import timing
+def _time(conn: Connection, kernel: Callable, message: tuple, clock: Any) -> Any:
+    """One timed call (see worker/timing.py), the judge having flushed the caches. The output goes back
+    as a snapshot taken once all device work has finished, with its digest and the figures; what the call
+    left running is reported (aftercall.py). ``mode`` "kernel" adds CUPTI's device busy time, "graph" times
+    a replayed CUDA graph instead (a figure only: nothing it computes is returned)."""
+    from kernel_mcp.worker import aftercall, timing
     _, call_id, data, options = message
     figures: dict[str, Any] = {}
     try:
+        _seed(options["rng_seed"])
+        before = aftercall.baseline()
         if options["mode"] == "graph":
             figures["graph_ms"] = timing.graph_replay_ms(kernel, data)
-            output = None
+            output, call = None, None
         elif options["mode"] == "kernel":
-            output, figures["op_ms"], figures["busy_us"], figures["activities"] = \
-                timing.kernel_busy_us(kernel, data, flusher)
+            output, call, figures["busy_us"], figures["activities"] = timing.kernel_busy_us(kernel, data, clock.device)
+            figures["op_ms"] = call.op_ms
         else:
-            output, call = timing.timed_call(kernel, data, flusher)
+            output, call = timing.timed_call(kernel, data, clock)
             figures.update(op_ms=call.op_ms, tail_ms=call.tail_ms, wall_ms=call.wall_ms, issue_ms=call.issue_ms)
-        snapshot = None if output is None else timing.snapshot(output)
-        timing.synchronize(flusher.device)
+        snapshot, digest = (None, []) if output is None else timing.snapshot(output)
+        if call is not None:
+            figures["digest"] = digest
+            timing.synchronize(clock.device)
+            found = call.left()
+            figures["left"] = found + [f"{what} (seen after the snapshot)" for what in
+                                       aftercall.left(aftercall.state(), before) if what not in found]
         figures["patched"] = timing.patched_timers()
     except timing.NotPlain as exc:
         conn.send(_error("output", exc))

@@ -8,14 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from kernel_mcp import tensors
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CaseResult, CheckResult, Finding, MemoryUse
-from kernel_mcp.tolerance import CHUNK
-from kernel_mcp.worker import footprint, lease, numerics, trace
+from kernel_mcp.worker import degenerate, footprint, lease, numerics, shapes, trace
 from kernel_mcp.worker.outputs import judge_values, output_integrity, resolve_input_refs
 from kernel_mcp.worker.host_memory import release_device_memory
-from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime
+from kernel_mcp.worker.reference_runtime import ReferenceRuntime
 from kernel_mcp.worker.session import CandidateSession
 
 if TYPE_CHECKING:
@@ -29,6 +27,7 @@ class Case:
     name: str
     params: dict[str, Any]  # what generate_input gets (a fresh seed stays in the judge)
     shown: dict[str, Any]  # what the result shows
+    signed: bool = False  # KernelBench: inputs of one sign get random signs (kernelbench.signed)
 
 
 def plan_cases(tests: list[dict], fresh_seeds: int) -> list[Case]:
@@ -39,7 +38,7 @@ def plan_cases(tests: list[dict], fresh_seeds: int) -> list[Case]:
         cases.append(Case(f"test {i}", dict(test), dict(test)))
         for j in range(fresh_seeds):
             cases.append(Case(f"test {i} (secret seed {j + 1})", {**test, "seed": secrets.randbits(31)},
-                              {**test, "seed": "secret"}))
+                              {**test, "seed": "secret"}, signed=True))
     return cases
 
 
@@ -72,6 +71,7 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
     try:
         runtime = ReferenceRuntime(problem, device)
         needs = footprint.measure(runtime, problem.tests[0])
+        signs = runtime.probe_signed_inputs(problem.tests[0])
     except torch.OutOfMemoryError as exc:
         if not capped:
             raise  # the judge's out-of-memory report (judge.py): says nothing of the problem or candidate
@@ -81,6 +81,8 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
         result.findings.append(Finding(code="problem_error", message=f"the reference ({problem.reference_file.name}) "
                                        f"failed before any candidate ran: {type(exc).__name__}: {str(exc)[:2000]}"))
         return result, None
+    if signs:
+        result.findings.append(signs)
     refused = _fit(judging, runtime, needs, result)
     if refused:
         result.verdict = "error: too large"
@@ -119,7 +121,7 @@ def _fit(judging: Judging, runtime: ReferenceRuntime, needs: footprint.Footprint
     declared = judging.request.call_timeout_s or problem.spec.timeouts.call
     # a timeout the caller gave holds as given; the task's is lengthened for a slow reference (footprint.py)
     runtime.call_timeout = judging.request.call_timeout_s or needs.call_timeout(declared)
-    cases = len(problem.tests) * (1 + (judging.request.fresh_seeds or problem.spec.fresh_seeds))
+    cases = len(problem.tests) * (1 + (judging.request.fresh_seeds or problem.spec.fresh_seeds)) + 1
     seconds = needs.run_seconds(cases, declared)
     seconds = seconds if seconds > problem.spec.timeouts.total else None  # the declared budget holds otherwise
     if need or seconds:
@@ -138,10 +140,37 @@ def open_session(judging: Judging, runtime: ReferenceRuntime, candidate: Path) -
 
 
 def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judging, result: CheckResult) -> None:
-    """Every test and its secret-seeded copies through a started session, then the verdict."""
+    """Every test and its secret-seeded copies, and a shape the task does not list, through a started
+    session, then the verdict."""
     cases = plan_cases(runtime.problem.tests, judging.request.fresh_seeds or runtime.problem.spec.fresh_seeds)
+    cases += _undeclared_shape(runtime, result)
     _run_cases(runtime, session, cases, result, judging.reporter)
     _decide(result)
+
+
+def _undeclared_shape(rt: ReferenceRuntime, result: CheckResult) -> list[Case]:
+    """The first variant of the task's shapes (shapes.py) that generate_input and the reference accept, as
+    one more case; else a finding saying why the problem could not be varied."""
+    if rt.problem.kind == "kernelbench":
+        why = "KernelBench fixes a problem's shapes in its file (get_inputs takes no parameters)"
+    else:
+        tried = shapes.variants(rt.problem.tests, rt.problem.benchmarks)
+        for params in tried:
+            if _accepted(rt, params):
+                return [Case("undeclared shape", params, shapes.shown(params))]
+        why = (f"generate_input or the reference refused each of the {len(tried)} variants of its sizes tried"
+               if tried else "no integer parameter differs between the task's tests and benchmarks")
+    result.findings.append(Finding(code="shape_not_varied", severity="info", message=(
+        f"only the listed shapes were served: {why}, so a kernel correct on those alone is not caught")))
+    return []
+
+
+def _accepted(rt: ReferenceRuntime, params: dict) -> bool:
+    try:
+        rt.ref_kernel(rt.generate(params))
+    except Exception:  # noqa: BLE001  (a size the problem does not take: try the next)
+        return False
+    return True
 
 
 def _run_cases(runtime: ReferenceRuntime, session: CandidateSession, cases: list[Case], result: CheckResult,
@@ -159,12 +188,18 @@ def _run_cases(runtime: ReferenceRuntime, session: CandidateSession, cases: list
     _note_sandbox(runtime, session, result)
     if runtime.problem.kind == "kernelbench":
         result.findings.append(Finding(code="kernelbench_mode", severity="info", message=runtime.kernelbench_mode()))
+        unmatched = session.ready_info.get("unmatched")
+        if unmatched:
+            result.findings.append(Finding(code="kernelbench_unmatched", severity="info", message=(
+                "ModelNew's tensors that got no value of Model's (no name, and no tensor of the same shape and "
+                f"initial value, matched them), so they keep their own: {', '.join(unmatched)}")))
     for i, case in enumerate(cases):
         reporter.progress(case.name, i, len(cases))
         case_result = _judge_case(runtime, session, case, i, result)
         result.cases.append(case_result)
         if case_result.failure in STOPPING_FAILURES:
             break
+    _note_roles(runtime, result)
 
 
 def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: CheckResult) -> None:
@@ -190,32 +225,23 @@ def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: 
 def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, case_id: int,
                 result: CheckResult) -> CaseResult:
     release_device_memory(rt.device, rt.tight_memory)  # the last case's shared inputs, once dropped
-    data = rt.generate(case.params)
-    if case_id == 0 and rt.detect_output_args(data):
-        buffers = [i for i in rt.output_args if i not in rt.scratch_args]
-        kinds = ([f"inputs {buffers} are output buffers (the reference writes or returns them)"] if buffers else []) + \
-            ([f"inputs {rt.scratch_args} are scratch (the reference never reads them)"] if rt.scratch_args else [])
-        result.findings.append(Finding(code="output_buffers", severity="info", message=(
-            "; ".join(kinds) + ": they are filled with NaN/random values before each call and may be written "
-            "and returned")))
-    rt.poison_outputs(data)
-    trace.mark(f"{case.name}: inputs made")
-    pristine = data  # generated for this case alone and never given out: no copy needed (memory)
-    del data
-    reference = rt.expected(pristine, case.params)
+    served = rt.case(case.params, signed=case.signed)
+    trace.mark(f"{case.name}: inputs made, their roles measured")
+    pristine = served.data  # generated for this case alone and never given out: no copy needed (memory)
+    reference = rt.expected(served, case.params)
     trace.mark(f"{case.name}: expected outputs made")
     _note(result, reference.findings)
     if case_id == 0:
-        _probe_degenerate(rt, reference, pristine, case.params, result)
+        degenerate.probe(rt, reference, served, case.params, result)
     shared = rt.share_copy(pristine)
     release_device_memory(rt.device, rt.tight_memory)  # the float64 run's blocks, for the candidate
     trace.mark(f"{case.name}: inputs shared")
-    reply = session.call(case_id, shared, rt.call_timeout)
+    reply = session.call(case_id, shared, rt.call_timeout, served.rng_seed)
     base = dict(name=case.name, params=case.shown)
     if reply.kind != "output":
         return CaseResult(**base, passed=False, failure=reply.kind, message=reply.message)
     received = resolve_input_refs(reply.output, shared)
-    failure, message, output = output_integrity(received, reference, rt.output_args, shared, pristine)
+    failure, message, output = output_integrity(received, served, shared)
     if failure:
         return CaseResult(**base, passed=False, failure=failure, message=message)
     del received, reply  # the candidate's own memory: only the judge's copy is compared
@@ -225,58 +251,22 @@ def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, cas
     return CaseResult(**base, passed=not failure, failure=failure, message=message, comparisons=comparisons)
 
 
+def _note_roles(rt: ReferenceRuntime, result: CheckResult) -> None:
+    """Say which inputs were not ordinary read-only ones, and in how many cases (roles.py)."""
+    if not rt.roles_seen:
+        return
+    parts = []
+    for i, names in sorted(rt.roles_seen.items()):
+        parts.append(f"input {i}: {' or '.join(sorted(names))}")
+    result.findings.append(Finding(code="output_buffers", severity="info", message=(
+        "; ".join(parts) + f" (measured on each of {rt.cases_seen} cases). Output buffers and scratch are filled "
+        "with NaN/random values before each call and may be written and returned; inputs updated in place keep "
+        "their values, may be written, and are compared after the call with the reference's own")))
+
+
 def _note(result: CheckResult, findings: list[Finding]) -> None:
     known = {f.code for f in result.findings}
     result.findings.extend(f for f in findings if f.code not in known)
-
-
-TRIVIAL_OUTPUTS = ("zeros", "a constant", "an echo of the first input", "torch.empty")
-
-
-def _trivial(kind: str, want: torch.Tensor, first_input: torch.Tensor | None) -> torch.Tensor | None:
-    if kind == "zeros":
-        return torch.zeros_like(want)
-    if kind == "a constant":
-        if want.numel() <= 1:  # the mean of one value is the answer itself: no test of anything (a loss)
-            return None
-        return torch.full_like(want, _mean(want) if want.is_floating_point() else 1)
-    if kind == "torch.empty":
-        fresh = torch.empty_like(want)
-        # memory recycled from the judge's own reference computation says nothing about the problem
-        return None if tensors.same_bytes(fresh, want) else fresh
-    if first_input is not None and first_input.shape == want.shape:
-        return first_input.to(want.dtype)
-    return None
-
-
-def _mean(t: torch.Tensor) -> float:
-    """The mean in float64, a piece at a time: ``t.mean(dtype=torch.float64)`` makes a float64 copy of the
-    whole tensor first (8 GiB beside a 4 GiB output: the probe was a check's peak, H200, 2026-12-02)."""
-    flat = t.detach().reshape(-1)
-    total = sum(piece.sum(dtype=torch.float64).item() for piece in flat.split(CHUNK))
-    return total / max(flat.numel(), 1)
-
-
-def _trivial_passes(kind: str, rt: ReferenceRuntime, reference: Reference, pristine: Any, params: dict) -> bool:
-    """Does the trivial answer ``kind`` pass? Its own function, so each answer is freed before the next is
-    made (two outputs' worth at once was a large problem's peak)."""
-    inputs = tensors.leaves(pristine)
-    fake = tensors.tree_map(lambda t: _trivial(kind, t, inputs[0][1] if inputs else None), reference.structure)
-    made = tensors.leaves(fake)  # a leaf the trivial answer has no form for is None, so not a leaf
-    if not made or len(made) != len(reference.leaves):
-        return False
-    return not judge_values(fake, reference, rt, params, pristine)[0]
-
-
-def _probe_degenerate(rt: ReferenceRuntime, reference: Reference, pristine: Any, params: dict,
-                      result: CheckResult) -> None:
-    """DESIGN rule 5: a problem whose tests a trivial output passes cannot tell good kernels from bad."""
-    passing = [kind for kind in TRIVIAL_OUTPUTS if _trivial_passes(kind, rt, reference, pristine, params)]
-    if passing:
-        result.problem_degenerate = True
-        result.findings.append(Finding(code="degenerate_problem", severity="warning", message=(
-            f"{', '.join(passing)} pass{'es' if len(passing) == 1 else ''} this problem's first test: its tests "
-            "cannot tell a real kernel from a trivial answer (strengthen generate_input or the tolerance)")))
 
 
 def _decide(result: CheckResult) -> None:

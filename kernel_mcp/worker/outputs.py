@@ -4,6 +4,7 @@ and the problem's own check_implementation and properties. Used by check and by 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -11,9 +12,18 @@ import torch
 from kernel_mcp import tensors
 from kernel_mcp.properties import check_property
 from kernel_mcp.results import Comparison
-from kernel_mcp.tolerance import compare
+from kernel_mcp.tolerance import compare, unit_roundoff
 from kernel_mcp.worker.candidate_host import input_placeholder
-from kernel_mcp.worker.reference_runtime import Reference, ReferenceRuntime
+from kernel_mcp.worker.reference_runtime import CaseData, Reference, ReferenceRuntime
+
+
+@dataclass
+class Answer:
+    """The judge's own copy of what a call produced: the output, and the inputs compared after the call
+    (roles.Roles.compared_after) as they were then."""
+
+    output: Any
+    after: list[torch.Tensor] = field(default_factory=list)
 
 
 def resolve_input_refs(output: Any, shared: Any) -> Any:
@@ -35,35 +45,46 @@ def _resolve(node: Any, refs: dict[str, Any]) -> Any:
     return node
 
 
-def output_integrity(output: Any, reference: Reference, output_args: list[int], shared: Any,
-                     pristine: Any) -> tuple[str, str, Any]:
-    """(failure code, message, the judge's copy of the output). The failure says whether the output has the
-    wrong form, or the inputs were touched/aliased; the copy (taken once the form is right) is what gets
-    compared: the candidate could still write the memory it returned."""
-    # a reference that upcasts to float64 on its own (inputs in lower precision) does not fix the output
-    # dtype; when an input is float64, float64 is what the task asks for
-    loose_f64 = not any(t.dtype == torch.float64 for _, t in tensors.leaves(pristine))
+def output_integrity(output: Any, served: CaseData, shared: Any) -> tuple[str, str, Answer | None]:
+    """(failure code, message, the judge's copy of the answer). The failure says whether the output has the
+    wrong form (against the reference's own run on the case), or the inputs were touched/aliased; the copy
+    (taken once the form is right) is what gets compared: the candidate could still write the memory it
+    returned."""
+    roles, pristine = served.run.roles, served.data
     output = tensors.floats_as_tensors(output)  # as the reference's structure has them
-    problem = _structure_error(output, reference.structure, "output", loose_f64)
+    problem = _structure_error(output, tensors.floats_as_tensors(served.run.output), "output", _loose_dtypes(pristine))
     if problem:
         return "structure", problem, None
     copy = tensors.clone(output)  # each probe below undoes its flip, so this one copy also serves them all
+    shared_leaves = tensors.leaves(shared)
+    after = [shared_leaves[i][1].detach().clone() for i in roles.compared_after()]
     out_leaves = [t for _, t in tensors.leaves(output)]
     before = [t for _, t in tensors.leaves(copy)]
-    for i, ((path, got), (_, orig)) in enumerate(zip(tensors.leaves(shared), tensors.leaves(pristine))):
-        if i in output_args:
-            continue
-        if not tensors.same_bytes(got, orig):
+    for i, ((path, got), (_, orig)) in enumerate(zip(shared_leaves, tensors.leaves(pristine))):
+        if not roles.may_change(i) and not tensors.same_bytes(got, orig):
             return "mutation", f"the candidate modified input{path} (inputs must be left unchanged)", None
+        if roles.may_alias(i):
+            continue
         tensors.flip_(got)  # if an output leaf shares memory with this input, it changes too
         aliased = any(not tensors.same_bytes(t, b) for t, b in zip(out_leaves, before))
         tensors.flip_(got)
         if aliased:
             return "alias", f"the output shares memory with input{path}; return a new tensor", None
-    return "", "", copy
+    return "", "", Answer(copy, after)
 
 
-def _structure_error(got: Any, want: Any, path: str, loose_f64: bool) -> str:
+def _loose_dtypes(pristine: Any) -> torch.dtype | None:
+    """Where the reference returns float64 from inputs of lower precision (it upcasts on its own, or
+    returns a Python float), the precision the task holds an output to: its most precise floating input
+    (None: an input is float64, or none is floating: float64 is what the task asks for). The candidate may
+    return that dtype or a more precise one, and is held to it (compare_output), never to its own choice."""
+    floating = [t.dtype for _, t in tensors.leaves(pristine) if t.is_floating_point()]
+    if not floating or torch.float64 in floating:
+        return None
+    return min(floating, key=unit_roundoff)
+
+
+def _structure_error(got: Any, want: Any, path: str, loose: torch.dtype | None) -> str:
     if isinstance(want, torch.Tensor):
         if type(got) is not torch.Tensor:  # noqa: E721  (subclasses are refused on purpose)
             return f"{path} must be a plain torch.Tensor, got {tensors.describe(got)}"
@@ -71,8 +92,10 @@ def _structure_error(got: Any, want: Any, path: str, loose_f64: bool) -> str:
             return f"{path} must be a dense tensor, got layout {got.layout}"
         if got.shape != want.shape:
             return f"{path} has shape {tuple(got.shape)}, expected {tuple(want.shape)}"
-        if got.dtype != want.dtype and not (loose_f64 and want.dtype == torch.float64 and got.is_floating_point()):
-            return f"{path} has dtype {got.dtype}, expected {want.dtype}"
+        if got.dtype != want.dtype and not _precise_enough(got.dtype, want.dtype, loose):
+            allowed = f"{want.dtype}" if loose is None or want.dtype != torch.float64 else \
+                f"{loose} or more precise (the task's inputs are {loose})"
+            return f"{path} has dtype {got.dtype}, expected {allowed}"
         if got.device.type != want.device.type:
             return f"{path} is on {got.device}, expected {want.device}"
         return ""
@@ -82,9 +105,9 @@ def _structure_error(got: Any, want: Any, path: str, loose_f64: bool) -> str:
         if isinstance(want, dict):
             if set(got) != set(want):
                 return f"{path} has keys {sorted(map(str, got))}, expected {sorted(map(str, want))}"
-            return next((e for k in want if (e := _structure_error(got[k], want[k], f"{path}[{k!r}]", loose_f64))),
+            return next((e for k in want if (e := _structure_error(got[k], want[k], f"{path}[{k!r}]", loose))),
                         "")
-        return next((e for i, w in enumerate(want) if (e := _structure_error(got[i], w, f"{path}[{i}]", loose_f64))),
+        return next((e for i, w in enumerate(want) if (e := _structure_error(got[i], w, f"{path}[{i}]", loose))),
                     "")
     if type(got) is type(want) and got == want:  # the same type first: a tensor here would compare elementwise
         return ""
@@ -92,26 +115,46 @@ def _structure_error(got: Any, want: Any, path: str, loose_f64: bool) -> str:
     return f"{path} is {shown}, expected {want!r}"[:400]
 
 
-def compare_output(output: Any, reference: Reference, rt: ReferenceRuntime, params: dict) -> list[Comparison]:
-    output = tensors.floats_as_tensors(output)
+def _precise_enough(got: torch.dtype, want: torch.dtype, loose: torch.dtype | None) -> bool:
+    """A float64 output the task's precision does not ask for may come in that precision or a finer one."""
+    return loose is not None and want == torch.float64 and got.is_floating_point and \
+        unit_roundoff(got) <= unit_roundoff(loose)
+
+
+def compare_output(answer: Answer, reference: Reference, rt: ReferenceRuntime, params: dict,
+                   pristine: Any) -> list[Comparison]:
+    """Every output leaf and every input compared after the call, each within its bound. A float64
+    reference that the inputs' precision does not ask for holds the output to that precision."""
+    output = tensors.floats_as_tensors(answer.output)
     k = rt.reduction_length(params, reference)
     policy = rt.problem.spec.tolerance
-    return [compare(got, exp, policy, k, leaf=path)
-            for (path, got), (_, exp) in zip(tensors.leaves(output), reference.leaves)]
+    loose = _loose_dtypes(pristine)
+    comparisons = []
+    for (path, out), (_, exp) in zip(tensors.leaves(output), reference.leaves):
+        held = loose if loose is not None and exp.ref.dtype == torch.float64 and out.is_floating_point() else None
+        comparisons.append(compare(out, exp, policy, k, leaf=path, held_to=held))
+    for out, (index, exp) in zip(answer.after, reference.after):
+        comparisons.append(compare(out, exp, policy, k, leaf=f" (input {index} after the call)"))
+    return comparisons
 
 
-def judge_values(output: Any, reference: Reference, rt: ReferenceRuntime, params: dict,
+def judge_values(answer: Answer, reference: Reference, rt: ReferenceRuntime, params: dict,
                  pristine: Any) -> tuple[str, str, list[Comparison]]:
     """(failure, message, comparisons) for an output whose form is right: its values against the float64
     reference, then the problem's own check_implementation and properties. Under the 'problem_check'
     precision contract (a GPU MODE problem loaded unchanged) the problem's own check_implementation is what
     decides the values, as GPU MODE decides them; the derived comparison is then reported, not binding
     (numerics.py)."""
-    comparisons = compare_output(output, reference, rt, params)
+    comparisons = compare_output(answer, reference, rt, params, pristine)
     outside = [c for c in comparisons if not c.ok]
+    broken = [c for c in comparisons if c.nonfinite]
+    if broken:  # under every precision contract: a problem's own check may be blind to NaN
+        worst = broken[0]
+        return "mismatch", (f"{worst.nonfinite} of {worst.elements} elements are NaN or Inf where the reference "
+                            f"is finite{f' at {worst.leaf}' if worst.leaf else ''}"), comparisons
     if outside and not _problem_decides(rt):
         return "mismatch", mismatch_message(outside), comparisons
-    failure, message = extra_checks(rt, pristine, output)
+    failure, message = extra_checks(rt, pristine, answer.output)
     if outside and failure == "check_implementation":
         message = f"{mismatch_message(outside)}; {message}"
         return "mismatch", message, comparisons

@@ -115,3 +115,24 @@ def stop_descendants(root: int, keep: set[int], rounds: int = 20) -> list[int]:
                 pass
         time.sleep(0.0005)
     return stopped
+
+
+class Scheduling:
+    """This process's CPU affinity and priority when made, to put back on every thread if someone changes
+    them (a candidate that can see the judge could pin it to one busy CPU to slow the reference down)."""
+
+    def __init__(self):
+        self.affinity, self.nice = os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)
+
+    def restore(self) -> str:
+        """Put both back where they changed; returns what changed ('' where nothing did)."""
+        now = os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)
+        if now == (self.affinity, self.nice):
+            return ""
+        for tid in (int(t) for t in os.listdir("/proc/self/task")):
+            try:
+                os.sched_setaffinity(tid, self.affinity)
+                os.setpriority(os.PRIO_PROCESS, tid, self.nice)
+            except OSError:
+                pass
+        return f"{(self.affinity, self.nice)} -> {now}"

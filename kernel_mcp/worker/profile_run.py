@@ -1,15 +1,17 @@
 """``profile`` inside the judge: a full check, then reference, candidate (and baseline) timed in turns.
 
 Who measures what, and why it can be believed:
-* The reference is timed *here*, in the trusted judge, while every candidate process is stopped
-  (SIGSTOP): a candidate cannot slow the reference down to fake a speedup. Its time is also measured
-  before any candidate is loaded (hosts started ahead of need run harness code only, and are stopped
-  too); a later median far above that one means it was disturbed.
-* The candidate is timed inside its own process by worker/timing.py, whose clocks were bound before the
-  candidate was imported. Every timed call gets inputs made from a fresh secret seed, and every output
-  is validated here against the float64 reference: a cache keyed on anything cannot serve it.
-* What the candidate's process reports is then checked against what it cannot control: the judge's wall
-  clock around the call, the physical floor of the shape (bytes / bandwidth, flops / peak), a wait in a
+* The reference is timed *here*, in the trusted judge, with every candidate process stopped (SIGSTOP), so
+  no candidate can slow it down to fake a speedup; it is also timed before any candidate is loaded (a later
+  median far above that one means it was disturbed).
+* The candidate is timed in its own process by timing.py, whose clocks were bound before the candidate was
+  imported; the caches are flushed here (flush.py). Every timed call gets inputs from a fresh secret seed,
+  and every output is validated here against the float64 reference: no cache keyed on anything serves it.
+* The output is copied here first, with every candidate process stopped, and its digest must be the one
+  taken right after the call: an answer a thread or stream finished off the clock fails, and so does a
+  call that left a hook or mode behind to run code later (aftercall.py).
+* What the candidate's process reports is checked against what it cannot control: the judge's wall clock
+  around the call, the physical floor of the shape (bytes / bandwidth, flops / peak), a wait in a
   device-wide sync after the end event, and CUPTI's device busy time.
 """
 from __future__ import annotations
@@ -22,14 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from kernel_mcp import stats, tensors
 from kernel_mcp.results import Finding, ProfileResult, ProfileSettings
-from kernel_mcp.worker import host_factory, proctree, timing
+from kernel_mcp.worker import aftercall, flush, host_factory, proctree, timing
 from kernel_mcp.worker.check_run import check_on, open_session, prepare
-from kernel_mcp.worker.outputs import judge_values, output_integrity
+from kernel_mcp.worker.outputs import Answer, judge_values, output_integrity
 from kernel_mcp.worker.profile_verdict import decide, time_all_shapes
 from kernel_mcp.worker.host_memory import release_device_memory
-from kernel_mcp.worker.reference_runtime import ReferenceRuntime
+from kernel_mcp.worker.reference_runtime import CaseData, ReferenceRuntime
 from kernel_mcp.worker.protocol import Device
 from kernel_mcp.worker.session import CandidateSession
 
@@ -57,61 +61,73 @@ class Profiler:
                  device: Device):
         self.rt, self.settings, self.reporter, self.result = runtime, settings, reporter, result
         self.device = runtime.device
-        found = _present_device(device)
+        from kernel_mcp.devices import present_device
+        found = present_device(device.index) if device.is_gpu else None  # None: the CPU
         self.ceilings = found.ceilings if found else None
-        self.flusher = timing.Flusher(self.device, _cache_bytes(self.device, found))
+        self.flusher = flush.Flusher(self.device, flush.cache_bytes(self.device, found))
+        self.clock = timing.Clock(self.device)  # the reference's
         self.sessions: list[CandidateSession] = []
         self.solo_reference: dict[int, stats.Summary] = {}
         self.input_dtype = ""  # of the first floating-point input last generated (for the roofline)
         self.stopped: list[int] = []
-        self.scheduling = _scheduling()  # the judge's CPU affinity and priority, to notice tampering
+        self.scheduling = proctree.Scheduling()  # the judge's CPU affinity and priority, to notice tampering
 
     def guard_scheduling(self) -> None:
         """A candidate that can see the judge (no PID namespace) could pin it to one busy CPU or lower its
-        priority to slow the reference down: restore both on every judge thread, and report it."""
-        now = _scheduling()
-        if now == self.scheduling:
-            return
-        affinity, nice = self.scheduling
-        for tid in (int(t) for t in os.listdir("/proc/self/task")):
-            try:
-                os.sched_setaffinity(tid, affinity)
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
-            except OSError:
-                pass
-        self.result.findings.append(Finding(code="judge_tampered", message=(
-            f"the judge's CPU affinity or priority was changed from outside ({self.scheduling} -> {now}); "
-            "restored, but timings taken before may be wrong")))
+        priority to slow the reference down: put both back (proctree.Scheduling), and report it."""
+        changed = self.scheduling.restore()
+        if changed:
+            self.result.findings.append(Finding(code="judge_tampered", message=(
+                f"the judge's CPU affinity or priority was changed from outside ({changed}); restored, but "
+                "timings taken before may be wrong")))
 
     # --- one timed call per contestant -------------------------------------------------------------
     def fresh_input(self, params: dict) -> Any:
+        """Inputs from a fresh secret seed (signed where the problem allows: kernelbench.py), for the
+        reference's own timed runs, which start from a fresh RNG seed."""
         release_device_memory(self.rt.device, thorough=False)  # inputs shared earlier, once dropped
-        data = self.rt.generate({**params, "seed": secrets.randbits(31)})
-        self.rt.poison_outputs(data)
+        self.rt.rng_seed = secrets.randbits(31)
+        data = self.rt.generate({**params, "seed": secrets.randbits(31)}, signed=True)
+        self._note_dtype(data)
+        return data
+
+    def fresh_case(self, params: dict) -> CaseData:
+        """A candidate's timed call's inputs: as a check's case (roles measured, unread inputs poisoned)."""
+        release_device_memory(self.rt.device, thorough=False)
+        served = self.rt.case({**params, "seed": secrets.randbits(31)}, signed=True)
+        self._note_dtype(served.data)
+        return served
+
+    def _note_dtype(self, data: Any) -> None:
         floating = [t.dtype for _, t in tensors.leaves(data) if t.is_floating_point()]
         self.input_dtype = str(floating[0]).removeprefix("torch.") if floating else ""
-        return data
 
     def sample(self, who: Contestant, params: dict, mode: str = "op") -> float | None:
         """One call on fresh inputs; returns the op time in ms (None if the call failed or was a figure)."""
-        data = self.fresh_input(params)
         if who.session is None:
-            return self._sample_reference(who, data)
-        pristine = data  # generated for this sample alone and never given out: no copy needed (memory)
-        shared = self.rt.share_copy(pristine)
+            return self._sample_reference(who, self.fresh_input(params))
+        served = self.fresh_case(params)
+        shared = self.rt.share_copy(served.data)  # the pristine inputs stay the judge's own
+        self.flusher.flush()  # here, where the candidate cannot reach it
         self.pause_all_but(who.session)
         started = time.perf_counter()
+        copied: tuple[str, str, Answer | None] = ("", "", None)
         try:
-            reply = who.session.time(who.calls, shared, {"mode": mode, "cache_bytes": self.flusher.nbytes},
+            reply = who.session.time(who.calls, shared, {"mode": mode, "rng_seed": served.rng_seed},
                                      self.rt.call_timeout)
-        finally:
             wall_ms = (time.perf_counter() - started) * 1e3
+            if reply.kind == "output":
+                # first, with the candidate stopped too: nothing it left running may write the output
+                # while it is copied (the float64 reference, which takes long, comes after)
+                self.pause_all_but(None)
+                copied = output_integrity(reply.output, served, shared)
+        finally:
             self.resume_all()
         who.calls += 1
         if reply.kind != "output":
             who.failure = f"{reply.kind}: {reply.message}"
             return None
-        return self._judge_timed(who, reply, params, shared, pristine, wall_ms)
+        return self._judge_timed(who, reply, params, served, copied, wall_ms)
 
     def pause_all_but(self, active: CandidateSession | None) -> None:
         """SIGSTOP every process below the judge except the one being timed. Below the *judge*, not below
@@ -128,21 +144,25 @@ class Profiler:
         self.pause_all_but(None)
         self.guard_scheduling()
         try:
-            _, call = timing.timed_call(self.rt.ref_kernel, data, self.flusher)
+            torch.manual_seed(self.rt.rng_seed)  # outside the clock, as the candidate host does
+            self.flusher.flush()
+            _, call = timing.timed_call(self.rt.unseeded, data, self.clock)
         finally:
             self.resume_all()
         if self.device.startswith("cuda"):
             who.issue_ms.append(call.issue_ms)
         return call.op_ms
 
-    def _judge_timed(self, who: Contestant, reply, params: dict, shared: Any, pristine: Any,
-                     wall_ms: float) -> float | None:
+    def _judge_timed(self, who: Contestant, reply, params: dict, served: CaseData,
+                     copied: tuple[str, str, Answer | None], wall_ms: float) -> float | None:
         figures = reply.figures  # keys and value ranges checked by the session (session.FIGURE_KEYS)
         who.patched.update(figures["patched"])
-        reference = self.rt.expected(pristine, params)
-        failure, message, output = output_integrity(reply.output, reference, self.rt.output_args, shared, pristine)
+        failure, message, answer = copied
+        if not failure:
+            failure, message = aftercall.judged(figures, answer.output)
         if not failure:  # values, then the problem's own check_implementation and properties, as in check
-            failure, message, _ = judge_values(output, reference, self.rt, params, pristine)
+            reference = self.rt.expected(served, params)
+            failure, message, _ = judge_values(answer, reference, self.rt, params, served.data)
             if failure == "mismatch":
                 message = f"an output produced while timing does not match the reference: {message}"
         if failure:
@@ -211,7 +231,9 @@ class Profiler:
         data = self.fresh_input(params)
         self.pause_all_but(None)
         try:
-            _, _, busy_us, _ = timing.kernel_busy_us(self.rt.ref_kernel, data, self.flusher)
+            torch.manual_seed(self.rt.rng_seed)
+            self.flusher.flush()
+            _, _, busy_us, _ = timing.kernel_busy_us(self.rt.unseeded, data, self.device)
         finally:
             self.resume_all()
         who.busy_us.append(busy_us)
@@ -221,32 +243,10 @@ class Profiler:
             if who.session is None:
                 return timing.graph_replay_ms(self.rt.ref_kernel, self.fresh_input(params))
             reply = who.session.time(-1, self.rt.share_copy(self.fresh_input(params)),
-                                     {"mode": "graph", "cache_bytes": self.flusher.nbytes},
-                                     self.rt.call_timeout)
+                                     {"mode": "graph", "rng_seed": self.rt.rng_seed}, self.rt.call_timeout)
             return float(reply.figures["graph_ms"]) if reply.kind == "output" else None
         except Exception:  # noqa: BLE001  (capture is not possible for every kernel: then no figure)
             return None
-
-
-def _scheduling() -> tuple[set[int], int]:
-    return os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)
-
-
-def _present_device(device: Device) -> Any:
-    """devices.PresentDevice for a GPU run (None on the CPU, or for a GPU torch cannot describe)."""
-    if not device.is_gpu:
-        return None
-    from kernel_mcp.devices import present_device
-    return present_device(device.index)
-
-
-def _cache_bytes(device: str, found: Any) -> int:
-    """L2 plus any last-level cache behind it (AMD Infinity Cache); 0 on the CPU (a fixed buffer)."""
-    if not device.startswith("cuda"):
-        return 0
-    l2 = found.l2_bytes if found and found.l2_bytes else 64 << 20
-    llc = found.ceilings.llc_bytes if found and found.ceilings else 0
-    return l2 + llc
 
 
 def run_profile(judging: Judging) -> ProfileResult:

@@ -1,8 +1,14 @@
-"""The trusted side of a problem, inside the judge: make inputs, compute expected outputs.
+"""The trusted side of a problem, inside the judge: make inputs, find what the reference does with each
+(roles.py), compute expected outputs.
 
 GPU MODE folders: ``reference.py`` is imported with its folder and the parent on ``sys.path`` (it imports
 ``task`` and ``utils`` from there). KernelBench files: ``Model(*get_init_inputs())`` is the reference;
-the candidate's ``ModelNew`` gets the same seed and the Model's state_dict, so weights are identical.
+the candidate's ``ModelNew`` gets the same seed and the Model's parameters, so weights are identical
+(kernelbench.py: constant initial parameters varied, inputs of one sign given both).
+
+Every run of the reference on a case, and the candidate's call on it, starts from the case's own RNG seed
+(``rng_seed``): a reference that draws random numbers (dropout) draws the same ones in every run, and a
+candidate that draws them the same way gets the same ones.
 """
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import copy
 import importlib.util
 import inspect
 import os
+import secrets
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,18 +28,29 @@ from kernel_mcp import expr, tensors
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import Finding
 from kernel_mcp.tolerance import Expected, inferred_reduction_length
-from kernel_mcp.worker import trace
+from kernel_mcp.worker import expected_leaves, kernelbench, roles, trace
 from kernel_mcp.worker.host_memory import inputs_parked, park
+
+@dataclass
+class CaseData:
+    """One case's inputs as the candidate gets them (unread inputs poisoned), the reference's own
+    task-dtype run on them, and the RNG seed every run on them starts from."""
+
+    data: Any
+    run: roles.TaskRun
+    rng_seed: int
 
 
 @dataclass
 class Reference:
-    """Expected outputs for one input: the structure to match and one ``Expected`` per tensor leaf."""
+    """Expected outputs for one input: the structure to match and one ``Expected`` per tensor leaf, and
+    per input compared after the call (roles.Roles.compared_after) its expected values then."""
 
     structure: Any  # the task-dtype output of ref_kernel: types, shapes, dtypes, devices to match
     leaves: list[tuple[str, Expected]]
     findings: list[Finding] = field(default_factory=list)
     inferred_k: float = 1.0  # tolerance.inferred_reduction_length, for problems that declare no K
+    after: list[tuple[int, Expected]] = field(default_factory=list)
 
 
 def _import_file(path: Path, name: str, search: list[Path]) -> Any:
@@ -66,8 +84,12 @@ class ReferenceRuntime:
         else:
             self._init_kernelbench()
         self.check_implementation = getattr(self.module, "check_implementation", None)
-        self.output_args: list[int] = list(problem.spec.output_args or [])
-        self.scratch_args: list[int] = []  # of output_args: inputs the reference never reads
+        self.declared_outputs: list[int] = list(problem.spec.output_args or [])
+        self.rng_seed = 0  # of the case being judged (CaseData.rng_seed)
+        self.recheck: set[int] | None = None  # inputs the first case found unread: tested again on every case
+        self.roles_seen: dict[int, set[str]] = {}  # input index -> the roles it had (roles.Roles.names)
+        self.cases_seen = 0
+        self.signed_inputs = False  # KernelBench: inputs of one sign get random signs (kernelbench.signed)
         self.tight_memory = False  # footprint.Footprint.tight: float64 parked in host memory, memory given back
         self.call_timeout = problem.spec.timeouts.call  # seconds; footprint.py lengthens it for slow problems
         self.on_device_inputs = True  # KernelBench: get_inputs() runs with the device as default (falls back)
@@ -96,6 +118,7 @@ class ReferenceRuntime:
         # left in the mode it is built in (training), as KernelBench's own harness runs Model and ModelNew:
         # BatchNorm then normalises by the batch's statistics; ModelNew is put in the same mode
         self.model = self.module.Model(*self.init_inputs).to(self.device)
+        self.initial_parameters = kernelbench.vary_constant_parameters(self.model, self.model_seed)
         self.model64 = copy.deepcopy(self.model).to(torch.float64)
         self._takes_device = False
 
@@ -114,7 +137,7 @@ class ReferenceRuntime:
             return release
         state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
         return {**release, "kernelbench": {"init_inputs": self.init_inputs, "state_dict": state, "seed": self.model_seed,
-                                "training": self.model.training}}
+                                           "initial": self.initial_parameters, "training": self.model.training}}
 
     def kernelbench_mode(self) -> str:
         """The mode both models run in, as a result states it."""
@@ -124,13 +147,53 @@ class ReferenceRuntime:
                 "buffers" + (" (BatchNorm uses each batch's statistics)" if self.model.training and batch_norm else ""))
 
     # --- inputs --------------------------------------------------------------------------------------
-    def generate(self, params: dict[str, Any]) -> Any:
+    def generate(self, params: dict[str, Any], signed: bool = False) -> Any:
         if self.problem.kind == "kernelbench":
-            return self._kernelbench_inputs(int(params["seed"]))
+            data = self._kernelbench_inputs(int(params["seed"]))
+            return kernelbench.signed(data, secrets.randbits(31)) if signed and self.signed_inputs else data
         kwargs = dict(params)
         if self._takes_device:
             kwargs["device"] = self.device
         return self._generate(**kwargs)
+
+    def probe_signed_inputs(self, params: dict[str, Any]) -> Finding | None:
+        """KernelBench: may inputs of one sign be given random signs? Not where that makes the reference
+        return NaN or Inf where it did not (a log, a sqrt, a probability input)."""
+        if self.problem.kind != "kernelbench":
+            return None
+        data = self.generate(params)
+        if not kernelbench.nonnegative_inputs(data):
+            return None
+        plain = self.ref_kernel(tensors.clone(data))
+        flipped = self.ref_kernel(kernelbench.signed(data, secrets.randbits(31)))
+        self.signed_inputs = kernelbench.finite_everywhere(flipped) or not kernelbench.finite_everywhere(plain)
+        if self.signed_inputs:
+            return Finding(code="signed_inputs", severity="info", message=(
+                "inputs drawn with one sign (torch.rand) are given random signs in the secret-seeded cases and "
+                "while timing, so a shortcut exact only on nonnegative inputs (a dropped ReLU or abs) fails"))
+        return Finding(code="signed_inputs_skipped", severity="info", message=(
+            "giving the inputs random signs makes the reference return NaN or Inf: they keep their own signs, "
+            "so a shortcut exact only on nonnegative inputs cannot be caught on this problem"))
+
+    def case(self, params: dict[str, Any], signed: bool = False) -> CaseData:
+        """A case's inputs, with each input's role measured on them (roles.py) and the unread ones
+        poisoned, and the reference's task-dtype run on what the candidate will get."""
+        self.rng_seed = secrets.randbits(31)
+        data = self.generate(params, signed)
+        run = roles.measure(self.ref_kernel, data, self.recheck, self.declared_outputs,
+                            outputs_only=self.problem.kind == "kernelbench")
+        if self.recheck is None:
+            self.recheck = set(run.roles.poisoned())
+        poisoned = run.roles.poisoned()
+        leaves = tensors.leaves(data)
+        for i in poisoned:
+            tensors.poison_(leaves[i][1])
+        if poisoned:  # the output buffers' untouched elements now hold the poison: the reference's run too
+            run = roles.rerun(self.ref_kernel, data, run.roles)
+        self.cases_seen += 1
+        for i, name in run.roles.names().items():
+            self.roles_seen.setdefault(i, set()).add(name)
+        return CaseData(data=data, run=run, rng_seed=self.rng_seed)
 
     def _kernelbench_inputs(self, seed: int) -> Any:
         """``get_inputs()`` made directly on the device (its factory calls, e.g. ``torch.rand(4096, 393216)``,
@@ -148,81 +211,57 @@ class ReferenceRuntime:
         return tensors.tree_map(lambda t: t.to(self.device), tuple(self.module.get_inputs()))
 
     def ref_kernel(self, data: Any, float64: bool = False) -> Any:
+        """One run of the reference, from the case's RNG seed (the same random draws in every run)."""
+        torch.manual_seed(self.rng_seed)
+        return self.unseeded(data, float64)
+
+    def unseeded(self, data: Any, float64: bool = False) -> Any:
+        """The reference itself (timing: seeding the RNG takes longer than a small op, so it is done
+        before the clock starts)."""
         if self.problem.kind == "kernelbench":
             with torch.no_grad():
                 return (self.model64 if float64 else self.model)(*data)
         return self._ref(data)
 
-    def detect_output_args(self, data: Any) -> list[int]:
-        """Inputs the candidate may write and return (the rest must stay unchanged): output buffers (GPU
-        MODE passes some), those the reference writes into or returns; and scratch, those whose contents
-        the reference never reads (GPU MODE's ``torch.empty`` buffer that ``ref_kernel`` ignores: poisoned,
-        it leaves the reference's output bit for bit unchanged). Both are poisoned before every call, so
-        one returned unwritten is wrong."""
-        if self.output_args or self.problem.kind == "kernelbench":
-            return self.output_args
-        trial, before = tensors.clone(data), tensors.clone(data)
-        out = self.ref_kernel(trial)
-        out_ptrs = {t.untyped_storage().data_ptr() for _, t in tensors.leaves(out)}
-        found = []
-        for i, ((_, new), (_, old)) in enumerate(zip(tensors.leaves(trial), tensors.leaves(before))):
-            if not tensors.same_bytes(new, old) or new.untyped_storage().data_ptr() in out_ptrs:
-                found.append(i)
-        del trial, out
-        self.scratch_args = [i for i, (_, t) in enumerate(tensors.leaves(before))
-                             if i not in found and t.numel() and self._never_read(before, i)]
-        self.output_args = sorted(found + self.scratch_args)
-        return self.output_args
-
-    def _never_read(self, pristine: Any, index: int) -> bool:
-        """Does the reference's output stay bit for bit the same when input ``index`` is poisoned? (A
-        reference that is not deterministic makes every input count as read: the safe side.)"""
-        plain, poisoned = tensors.clone(pristine), tensors.clone(pristine)
-        tensors.poison_(tensors.leaves(poisoned)[index][1])
-        try:
-            return tensors.same_output(self.ref_kernel(plain), self.ref_kernel(poisoned))
-        except Exception:  # noqa: BLE001  (a reference that refuses the poisoned value has read it)
-            return False
-
-    def poison_outputs(self, data: Any) -> None:
-        leaves = tensors.leaves(data)
-        for i in self.output_args:
-            if i < len(leaves):
-                tensors.poison_(leaves[i][1])
-
     # --- expected outputs ----------------------------------------------------------------------------
-    def expected(self, pristine: Any, params: dict[str, Any]) -> Reference:
-        """ref_kernel in float64 on the same input values, on |inputs| when the tolerance needs the magnitude
-        of the summed terms, and in the task dtype (the structure, and the 'honest' error). The float64 runs
-        come first, and when the problem is large (``tight_memory``) the pristine inputs wait in host memory
-        while they run and what they return waits there after, so the device holds one float64 run, then
-        the pristine inputs and the task-dtype output."""
+    def expected(self, case: CaseData, params: dict[str, Any]) -> Reference:
+        """ref_kernel in float64 on the case's input values, on |inputs| when the tolerance needs the
+        magnitude of the summed terms; the task-dtype run (``case.run``) gives the structure and the
+        'honest' error. Inputs compared after the call get their values after each run as well. When the
+        problem is large (``tight_memory``) the pristine inputs wait in host memory while the float64 runs
+        take the device, and what those return waits there after."""
+        pristine, after = case.data, case.run.roles.compared_after()
+        self.rng_seed = case.rng_seed
         findings: list[Finding] = []
         with inputs_parked(pristine, self.tight_memory) as parked:
             home = self.device if parked else None  # None: each input's float64 copy where the input is
-            ref64 = tensors.floats_as_tensors(self._float64(pristine, home, findings))
+            ref64 = self._float64(pristine, home, findings, after)
             trace.mark("float64 reference made")
             magnitude = None
             if ref64 is not None and self.problem.spec.tolerance.magnitude == "abs_inputs":
-                magnitude = tensors.floats_as_tensors(
-                    self._float64(tensors.absolute(pristine), home, findings, quiet=True))
-        honest = tensors.floats_as_tensors(self.ref_kernel(tensors.clone(pristine)))
-        honest_leaves = tensors.leaves(honest)
+                magnitude = self._float64(tensors.absolute(pristine), home, findings, after, quiet=True)
+        honest = (tensors.floats_as_tensors(case.run.output), [case.run.after[i] for i in after])
+        structure = honest[0]
         exact = ref64 is not None
-        ref_leaves = tensors.leaves(ref64) if exact else honest_leaves
-        mag_leaves = tensors.leaves(magnitude) if magnitude is not None else [None] * len(honest_leaves)
-        out = []
-        for (path, h), (_, r), m in zip(honest_leaves, ref_leaves, mag_leaves):
-            out.append((path, Expected(ref=r.detach(), honest=h.detach() if exact else None,
-                                       magnitude=None if m is None else m[1].detach(), exact64=exact)))
+        paired = expected_leaves.pairs(honest, ref64 if exact else honest, magnitude, after)
+        expect = [expected_leaves.leaf(path, h, r, m, exact, findings) for path, h, r, m in paired]
         elements = [sum(t.numel() for _, t in tensors.leaves(tree) if t.is_floating_point()) for tree in (pristine, honest)]
-        return Reference(structure=honest, leaves=out, findings=findings, inferred_k=inferred_reduction_length(*elements))
+        outputs = len(tensors.leaves(structure))
+        return Reference(structure=structure, leaves=expect[:outputs], findings=findings,
+                         inferred_k=inferred_reduction_length(*elements),
+                         after=[(i, e) for i, (_, e) in zip(after, expect[outputs:])])
 
-    def _float64(self, data: Any, home: str | None, findings: list[Finding], quiet: bool = False) -> Any | None:
+    def _float64(self, data: Any, home: str | None, findings: list[Finding], after: list[int],
+                 quiet: bool = False) -> tuple[Any, list[torch.Tensor]] | None:
+        """(output, the inputs listed in ``after`` after the run), all in float64; None where the reference
+        cannot run so."""
         try:
-            out = self.ref_kernel(tensors.upcast(data, home), float64=True)
+            upcast = tensors.upcast(data, home)
+            out = tensors.floats_as_tensors(self.ref_kernel(upcast, float64=True))
+            leaves = tensors.leaves(upcast)
+            kept = [leaves[i][1] for i in after]
             if self.tight_memory:
-                out = tensors.tree_map(park, out)
+                out, kept = tensors.tree_map(park, out), [park(t) for t in kept]
         except Exception as exc:  # noqa: BLE001  (any failure means: no float64 reference for this problem)
             why = str(exc).split("\n")[0][:300]
             if isinstance(exc, torch.OutOfMemoryError):
@@ -233,14 +272,14 @@ class ReferenceRuntime:
                                         message=f"ref_kernel failed on float64 inputs ({type(exc).__name__}: "
                                                 f"{why}); comparing with the task-dtype reference"))
             return None
-        low = [p for p, t in tensors.leaves(out) if t.is_floating_point() and t.dtype != torch.float64]
+        low = [p for p, t in tensors.leaves((out, kept)) if t.is_floating_point() and t.dtype != torch.float64]
         if low:
             if not quiet:
                 findings.append(Finding(code="no_float64_reference", severity="info",
                                         message=f"ref_kernel returned {', '.join(low) or 'output'} below float64 "
                                                 "on float64 inputs; comparing with the task-dtype reference"))
             return None
-        return out
+        return out, kept
 
     def reduction_length(self, params: dict[str, Any], reference: Reference | None = None) -> float:
         """The problem's declared K, or (none declared) what its inputs' and outputs' sizes suggest."""

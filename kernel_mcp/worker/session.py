@@ -48,18 +48,24 @@ def _shared_authkey() -> bytes:
 
 
 # the figures each kind of timing request must return, and nothing else
-FIGURE_KEYS = {"op": {"op_ms", "tail_ms", "wall_ms", "issue_ms", "patched"},
-               "kernel": {"op_ms", "busy_us", "activities", "patched"}, "graph": {"graph_ms", "patched"}}
+FIGURE_KEYS = {"op": {"op_ms", "tail_ms", "wall_ms", "issue_ms", "patched", "left", "digest"},
+               "kernel": {"op_ms", "busy_us", "activities", "patched", "left", "digest"},
+               "graph": {"graph_ms", "patched"}}
 MAX_FIGURE = 1e12  # no figure (ms, us or a count) of one call comes near this
+TEXT_FIGURES = ("patched", "left")  # short lists of short strings
 
 
 def _plain_figures(figures: Any, mode: str) -> bool:
-    """Exactly the expected keys; finite numbers of sane size; ``patched`` a short list of short strings."""
+    """Exactly the expected keys; finite numbers of sane size; ``patched`` and ``left`` short lists of
+    short strings; ``digest`` a list of 64-bit integers (one per output tensor)."""
     if type(figures) is not dict or set(figures) != FIGURE_KEYS.get(mode):
         return False
     for key, value in figures.items():
-        if key == "patched":
-            if type(value) is not list or len(value) > 64 or any(type(v) is not str or len(v) > 200 for v in value):
+        if key in TEXT_FIGURES:
+            if type(value) is not list or len(value) > 64 or any(type(v) is not str or len(v) > 2000 for v in value):
+                return False
+        elif key == "digest":
+            if type(value) is not list or len(value) > 4096 or any(type(v) is not int or abs(v) >= 2**63 for v in value):
                 return False
         elif type(value) not in (int, float) or not math.isfinite(value) or abs(value) > MAX_FIGURE:
             return False
@@ -87,6 +93,7 @@ class CandidateSession:
     def __init__(self, device_kind: str, run_token: str, profiler: bool = False):
         self.device, self.run_token, self.booted, self.cache_key = device_kind, run_token, False, ""
         self.boot_failure: Reply | None = None
+        self.ready_info: dict = {}
         self.sealed_paths: list[Path] = []
         self.timeout = 0.0
         self.scratch = sandbox.new_scratch("kmcp-candidate-")
@@ -216,7 +223,9 @@ class CandidateSession:
         return Reply("crash", message=_describe_exit(self.proc.returncode) + " (its output: see log_tail)")
 
     def start(self, timeout: float) -> Reply | None:
-        """None once the candidate is imported; a failure Reply otherwise."""
+        """None once the candidate is imported; a failure Reply otherwise. What the host says about the
+        candidate's set-up (``ready_info``: a KernelBench ModelNew's tensors that got no value of Model's)
+        is the candidate process's word: shown, never believed."""
         failure = self.wait_booted()
         if failure:  # before any candidate code ran: the harness's failure, not the candidate's
             return Reply("boot", message=f"the candidate host failed while booting ({failure.kind}): "
@@ -224,13 +233,15 @@ class CandidateSession:
         message = self._receive(timeout)
         if isinstance(message, Reply):
             return message
-        if message == ("ready",):
+        if len(message) == 2 and message[0] == "ready" and type(message[1]) is dict:
+            unmatched = message[1].get("unmatched", [])
+            self.ready_info = {"unmatched": [str(k)[:200] for k in unmatched][:64] if type(unmatched) is list else []}
             return None
         return self._as_error(message, "import")
 
-    def call(self, case_id: int, data: Any, timeout: float) -> Reply:
-        """Run custom_kernel once on data; the Reply holds its output."""
-        message = self._request(("run", case_id, data), timeout)
+    def call(self, case_id: int, data: Any, timeout: float, rng_seed: int = 0) -> Reply:
+        """Run custom_kernel once on data, from the case's RNG seed; the Reply holds its output."""
+        message = self._request(("run", case_id, data, rng_seed), timeout)
         if isinstance(message, Reply):
             return message
         if len(message) == 3 and message[0] == "output" and message[1] == case_id:

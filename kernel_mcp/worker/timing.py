@@ -5,25 +5,26 @@ module is imported, which the candidate host does *before* it imports the candid
 later patches ``time.perf_counter`` or ``torch.cuda.Event.elapsed_time`` changes nothing reported here
 (``patched_timers`` names what it patched). Protocol (DESIGN.md, "Timing protocol"):
 
-  device-wide sync -> flush L2 (and the LLC) on the call's stream -> start event -> fn(data) -> end event
-  -> wait for the end event -> device-wide sync, timed: a long wait there means work escaped the events.
+  [judge] flush L2 (and the LLC), device-wide sync -> [the timing process] device-wide sync -> a sleep
+  kernel while the host issues the call -> start event -> fn(data) -> what fn left running (aftercall.py)
+  -> end event -> wait for the end event -> device-wide sync, timed: a long wait there means work escaped
+  the events.
 
-The flush is enqueued right before the start event, so the host's launch overhead for fn hides behind
-it, as in triton's do_bench: the *op time* is device time, not Python time.
+The flush is the judge's own (flush.py, never in the candidate's process: a candidate that could reach it
+could switch it off and be timed on hot caches against a cold reference).
 """
 from __future__ import annotations
 
-import ctypes
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
+from kernel_mcp.tensors import digest as _digest
+from kernel_mcp.worker import aftercall
+
 _perf_counter = time.perf_counter
-_zero_ = torch.Tensor.zero_
-_amax = torch.amax
 _clone = torch.Tensor.clone
 _EventBase = torch._C._CudaEventBase  # the C type: its methods cannot be replaced from Python
 # (a CPU-only torch build has the type but none of its methods, nor the device sync)
@@ -40,9 +41,9 @@ _WATCHED = {"time.perf_counter": (time, "perf_counter", time.perf_counter),
 
 # this module's own bindings: a candidate that rewrites them is named too (it can still defeat any check
 # made inside its own process; the judge's wall clock, the physical floor and ncu are outside it)
-_BOUND = {"_perf_counter": _perf_counter, "_zero_": _zero_, "_amax": _amax, "_clone": _clone, "_record": _record,
+_BOUND = {"_perf_counter": _perf_counter, "_clone": _clone, "_record": _record,
           "_elapsed": _elapsed, "_event_sync": _event_sync, "_device_sync": _device_sync,
-          "_current_stream": _current_stream, "_sleep": _sleep}
+          "_current_stream": _current_stream, "_sleep": _sleep, "_EventBase": _EventBase, "_digest": _digest}
 
 # The GPU is held busy (a sleep kernel) while the host issues the call, so the events measure the device
 # work, not the host's launch latency (which, between the harness's other work, is cold-cache latency a
@@ -51,7 +52,6 @@ _BOUND = {"_perf_counter": _perf_counter, "_zero_": _zero_, "_amax": _amax, "_cl
 # copy of them to the host is GPU work after the start event. The issue time is reported beside it.
 SLEEP_CYCLES_PER_MS = 2.0e6  # ~2 GHz SM clock (H100/H200 boost ~1.98 GHz); a slower clock sleeps longer
 COVER_MS = (0.2, 2.0)  # bounds of the sleep: three times the last issue time, within these
-CPU_FLUSH_BYTES = 64 << 20  # bigger than the last-level cache of the CPUs CI runs on
 ESCAPE_TAIL_MS = 0.05  # a device-wide sync after the end event normally returns in a few microseconds
 ESCAPE_TAIL_FRACTION = 0.10
 
@@ -62,6 +62,13 @@ class CallTiming:
     tail_ms: float  # how long a device-wide sync waited once the end event had completed
     wall_ms: float  # host wall clock from before the start event to the end of that sync
     issue_ms: float = 0.0  # host time to issue the call (start event to end event enqueued)
+    # aftercall.state() right after the call, and aftercall.baseline() before it: what the call left running
+    # (aftercall.left) is worked out once the output's snapshot is taken, not before (it takes a while)
+    state: tuple = ()
+    baseline: tuple = ()
+
+    def left(self) -> list[str]:
+        return aftercall.left(self.state, self.baseline) if self.state else []
 
     @property
     def escaped(self) -> bool:
@@ -72,55 +79,28 @@ class CallTiming:
 def patched_timers() -> list[str]:
     found = [name for name, (owner, attr, original) in _WATCHED.items() if getattr(owner, attr, None) is not original]
     here = globals()
-    return found + [f"{__name__}.{name}" for name, original in _BOUND.items() if here.get(name) is not original]
+    found += [f"{__name__}.{name}" for name, original in _BOUND.items() if here.get(name) is not original]
+    return found + [name for name, (owner, attr, fn, code) in _PATH.items()
+                    if getattr(owner, attr, None) is not fn or fn.__code__ is not code]
 
 
-def _cuda_driver() -> ctypes.CDLL | None:
-    """The CUDA driver API (libcuda ships with the driver; torch may link the runtime statically)."""
-    try:
-        return ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None
+def _timing_path() -> dict[str, tuple]:
+    """The harness's own functions a timed call and its snapshot run through (this module's, aftercall's,
+    the digest's), with their code objects: replacing one, or its ``__code__``, is named as patched."""
+    import sys
+    from kernel_mcp import tensors
+    modules = (sys.modules[__name__], aftercall, tensors)
+    return {f"{m.__name__}.{name}": (m, name, fn, fn.__code__) for m in modules for name, fn in vars(m).items()
+            if callable(fn) and hasattr(fn, "__code__") and getattr(fn, "__module__", None) == m.__name__}
 
 
-# How the flush evicts: "read" sweeps the buffer with a reduction, leaving L2 full of *clean* lines;
-# "write" zeroes it, leaving up to 2x L2 of dirty lines whose write-back the timed kernel then pays for.
-# On an H200 the write flush put vector_add at 4M-16M elements 13-17% above Nsight Compute's time
-# (BENCHMARKS.md, fidelity); ncu's own cache control invalidates. KERNEL_MCP_FLUSH picks one, for the bench.
-FLUSH_MODES = ("read", "write")
+class Clock:
+    """What timing a call needs in the process that runs it: the device, and how long to hold the GPU
+    with a sleep kernel while the host issues the call (adapted to the last issue time)."""
 
-
-def flush_mode() -> str:
-    mode = os.environ.get("KERNEL_MCP_FLUSH", "read")
-    if mode not in FLUSH_MODES:
-        raise ValueError(f"KERNEL_MCP_FLUSH={mode!r}: expected one of {', '.join(FLUSH_MODES)}")
-    return mode
-
-
-class Flusher:
-    """Evicts the caches before each call by sweeping a buffer twice the size of L2 plus the LLC."""
-
-    def __init__(self, device: str, cache_bytes: int):
-        nbytes = CPU_FLUSH_BYTES if device == "cpu" else max(2 * cache_bytes, 1 << 20)
+    def __init__(self, device: str, cover: bool = True):
         self.device = device
-        self.mode = flush_mode() if device.startswith("cuda") else "write"
-        self.buffer = torch.zeros(nbytes // 4, dtype=torch.int32, device=device)
-        self._driver = _cuda_driver() if device.startswith("cuda") and not torch.version.hip else None
-        self.cover_ms = COVER_MS[1]  # until the first call has shown its issue time
-
-    @property
-    def nbytes(self) -> int:
-        return self.buffer.numel() * 4
-
-    def flush(self, reset_persisting: bool = True) -> None:
-        if reset_persisting and self._driver is not None:
-            # lines a persisting-L2 access window protects would survive the flush (CUDA programming
-            # guide, "L2 cache set-aside for persisting accesses"): turn them back into normal lines
-            self._driver.cuCtxResetPersistingL2Cache()
-        if self.mode == "read":
-            _amax(self.buffer)  # reads every line; the one-element result is all it writes
-        else:
-            _zero_(self.buffer)
+        self.cover_ms = COVER_MS[1] if cover else 0.0  # until the first call has shown its issue time
 
 
 def synchronize(device: str) -> None:
@@ -128,33 +108,36 @@ def synchronize(device: str) -> None:
         _device_sync()
 
 
-def timed_call(fn: Callable[[Any], Any], data: Any, flusher: Flusher) -> tuple[Any, CallTiming]:
-    """One call of fn(data) between a cache flush and the end of all device work; returns its output."""
-    if not flusher.device.startswith("cuda"):
-        _zero_(flusher.buffer)
+def timed_call(fn: Callable[[Any], Any], data: Any, clock: Clock) -> tuple[Any, CallTiming]:
+    """One call of fn(data), the caches already flushed, until the end of all device work; returns its
+    output. What the call left running is read before the clock stops (aftercall.state)."""
+    before = aftercall.baseline()
+    if not clock.device.startswith("cuda"):
         start = _perf_counter()
         output = fn(data)
+        state = aftercall.state()
         wall = (_perf_counter() - start) * 1e3
-        return output, CallTiming(op_ms=wall, tail_ms=0.0, wall_ms=wall)
+        return output, CallTiming(op_ms=wall, tail_ms=0.0, wall_ms=wall, state=state, baseline=before)
     _device_sync()
     stream = _current_stream()
     begin, end = _EventBase(enable_timing=True), _EventBase(enable_timing=True)
-    flusher.flush()
-    if flusher.cover_ms > 0:
-        _sleep(int(flusher.cover_ms * SLEEP_CYCLES_PER_MS))
+    if clock.cover_ms > 0:
+        _sleep(int(clock.cover_ms * SLEEP_CYCLES_PER_MS))
     host_start = _perf_counter()
     _record(begin, stream)
     output = fn(data)
+    state = aftercall.state()
     _record(end, stream)
     issue_ms = (_perf_counter() - host_start) * 1e3
     _event_sync(end)
     tail_start = _perf_counter()
     _device_sync()
     host_end = _perf_counter()
-    if flusher.cover_ms > 0:
-        flusher.cover_ms = min(COVER_MS[1], max(COVER_MS[0], 3 * issue_ms))
+    if clock.cover_ms > 0:
+        clock.cover_ms = min(COVER_MS[1], max(COVER_MS[0], 3 * issue_ms))
     return output, CallTiming(op_ms=_elapsed(begin, end), tail_ms=(host_end - tail_start) * 1e3,
-                              wall_ms=(host_end - host_start) * 1e3, issue_ms=issue_ms)
+                              wall_ms=(host_end - host_start) * 1e3, issue_ms=issue_ms, state=state,
+                              baseline=before)
 
 
 class NotPlain(TypeError):
@@ -192,36 +175,29 @@ def _copy_tree(node: Any) -> Any:
     return node
 
 
-def snapshot(output: Any) -> Any:
-    """A copy of every tensor in the output taken right after the device-wide sync: values written later
-    (by a thread or stream still running) are not in it, so a lazy output fails validation. The output
-    must be plain (plain_output), and the copy runs with __torch_function__ overrides disabled."""
+def snapshot(output: Any) -> tuple[Any, list[int]]:
+    """(a copy of every tensor in the output, the output's digest), both taken right after the device-wide
+    sync, the digest first: values written later (by a thread or stream still running) are not in the copy,
+    so a lazy output fails validation, and a write into the copy (the memory sent to the judge) makes the
+    judge's digest of it differ. The output must be plain (plain_output), and both run with
+    __torch_function__ overrides disabled."""
     plain_output(output)
     with torch._C.DisableTorchFunction():
-        return _copy_tree(output)
+        digest = _digest(output)
+        return _copy_tree(output), digest
 
 
-def kernel_busy_us(fn: Callable[[Any], Any], data: Any, flusher: Flusher) -> tuple[Any, float, float, int]:
-    """One call under CUPTI (torch.profiler): (output, op time in ms, device busy time in us = the union of
-    the intervals of every kernel, copy and memset it ran, on any stream, number of device activities).
-    The busy time is the *kernel time* a hardware profiler would report; it excludes launch gaps."""
+def kernel_busy_us(fn: Callable[[Any], Any], data: Any, device: str) -> tuple[Any, CallTiming, float, int]:
+    """One call under CUPTI (torch.profiler), the caches already flushed: (output, its timing, device busy
+    time in us = the union of the intervals of every kernel, copy and memset it ran, on any stream, number
+    of device activities). The busy time is the *kernel time* a hardware profiler would report; it
+    excludes launch gaps."""
     from torch.profiler import ProfilerActivity, profile
     _device_sync()
-    flusher.flush()
-    _device_sync()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        output, timing = timed_call(fn, data, _NoFlush(flusher.device))
+        output, timing = timed_call(fn, data, Clock(device, cover=False))  # no sleep kernel in a CUPTI trace
     intervals = _device_intervals(prof)
-    return output, timing.op_ms, union_length(intervals) / 1e3, len(intervals)
-
-
-class _NoFlush(Flusher):
-    def __init__(self, device: str):  # noqa: D107  (the caller has flushed already)
-        self.device, self._driver, self.cover_ms = device, None, 0.0  # no sleep kernel in a CUPTI trace
-        self.buffer = torch.empty(0, dtype=torch.int32, device=device)
-
-    def flush(self, reset_persisting: bool = True) -> None:
-        pass
+    return output, timing, union_length(intervals) / 1e3, len(intervals)
 
 
 def _device_intervals(prof: Any) -> list[tuple[int, int]]:
@@ -269,3 +245,6 @@ def graph_replay_ms(fn: Callable[[Any], Any], data: Any, replays: int = 20) -> f
     _record(end, stream)
     _device_sync()
     return _elapsed(begin, end) / replays
+
+
+_PATH = _timing_path()  # bound now, before any candidate is imported
