@@ -76,9 +76,18 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Bitwise equality (NaN == NaN, -0.0 != 0.0): the test for "unchanged"."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return torch.equal(_raw(a), _raw(b))
+    x, y = _raw(a), _raw(b)
+    # in pieces: torch.equal on CUDA makes a mask the size of its inputs (4 GiB beside two 4 GiB outputs)
+    return all(torch.equal(x[s:s + EQUAL_BYTES], y[s:s + EQUAL_BYTES]) for s in range(0, x.numel(), EQUAL_BYTES))
 
 
+def every(t: torch.Tensor, test: Callable[[torch.Tensor], torch.Tensor]) -> bool:
+    """``test`` (elementwise, to bool) holds for every element, tested a piece at a time (memory)."""
+    flat = t.detach().reshape(-1)
+    return all(bool(test(flat[s:s + DIGEST_CHUNK]).all()) for s in range(0, flat.numel(), DIGEST_CHUNK))
+
+
+EQUAL_BYTES = 1 << 26  # compared at a time by same_bytes
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 

@@ -206,3 +206,16 @@ def test_the_flush_is_out_of_the_candidates_reach(cheat, device, tmp_path):
     assert result.passed and "0 flusher(s) found" in result.log_tail, (result.verdict, result.log_tail)
     if device == "cuda":  # hot L2 against a cold reference was 1.12x on an H200
         assert result.trusted and result.speedup_vs_baseline < 1.06, (result.speedup_vs_baseline, result.findings)
+
+
+def test_inputs_given_signs_get_each_their_own():
+    """Two inputs of one shape with the same sign pattern would make a*b nonnegative again, so a dropped
+    ReLU on their product would be exact: each input's signs are drawn apart."""
+    import torch
+
+    from kernel_mcp.worker import kernelbench
+    a, b = torch.rand(4096), torch.rand(4096)
+    signed_a, signed_b = kernelbench.signed((a, b), seed=7)
+    assert torch.equal(signed_a.abs(), a) and torch.equal(signed_b.abs(), b)
+    negative = (signed_a * signed_b < 0).float().mean().item()
+    assert 0.4 < negative < 0.6, negative  # independent signs: half the products negative

@@ -228,3 +228,20 @@ def test_inputs_parked_for_the_float64_run_come_back_bit_for_bit_and_free_the_de
     assert x.device.type == "cuda" and torch.equal(x, before[0]) and torch.equal(y, before[1])
     with inputs_parked((x, x[1:]), tight=True) as parked:  # views of one storage are not moved apart
         assert not parked and x.device.type == "cuda"
+
+
+def test_the_references_own_run_waits_in_host_memory_whatever_its_layout():
+    """The task-dtype run's output (an attention output is a transposed view) leaves the device while the
+    float64 run has it, and comes back with the same values."""
+    import torch
+
+    from kernel_mcp.worker.host_memory import run_parked
+    from kernel_mcp.worker.roles import Roles, TaskRun
+    out = torch.randn(64, 1 << 20, device="cuda").t()  # 256 MiB, a view
+    run = TaskRun(roles=Roles(count=1, read=frozenset({0}), written=frozenset()), output=(out, 3), after={0: out[:, :2]})
+    before, held = out.clone(), torch.cuda.memory_allocated()
+    del out
+    with run_parked(run, tight=True):
+        assert run.output[0].device.type == "cpu" and torch.cuda.memory_allocated() <= held - before.nbytes
+    assert run.output[0].device.type == "cuda" and torch.equal(run.output[0], before) and run.output[1] == 3
+    assert torch.equal(run.after[0], before[:, :2])

@@ -54,6 +54,25 @@ def inputs_parked(tree: Any, tight: bool):
             t.data = t.data.to(device)
 
 
+@contextmanager
+def run_parked(run: Any, tight: bool):
+    """While the block runs, the device tensors of ``run`` (roles.TaskRun: the reference's own task-dtype
+    output and inputs after it) wait in pinned host memory; after it, their values are back on the device,
+    in new contiguous tensors. Replaced in ``run``, not swapped through ``.data``: an output that is a view
+    (an attention output is a transposed one) keeps its base's storage alive through ``._base``, and the
+    float64 run would have the device beside it (2 of 24 GiB, H200, 2026-12-04)."""
+    if not tight:
+        yield
+        return
+    home = [t.device for _, t in tensors.leaves((run.output, run.after))]
+    run.output, run.after = tensors.tree_map(park, run.output), {i: park(t) for i, t in run.after.items()}
+    try:
+        yield
+    finally:
+        where = iter(home)
+        run.output, run.after = tensors.tree_map(lambda t: t.to(next(where)), (run.output, run.after))
+
+
 def release_device_memory(device: str, thorough: bool) -> None:
     """Give back what the judge holds but no longer uses: inputs shared with a candidate stay allocated
     after the candidate dropped them until collected (torch's CUDA IPC 'limbo'). ``thorough`` (a check

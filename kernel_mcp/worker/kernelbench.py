@@ -83,7 +83,8 @@ def nonnegative_inputs(data: Any) -> list[int]:
     """Floating input leaves with no negative value and some positive one (a ``torch.rand`` draw)."""
     found = []
     for i, (_, t) in enumerate(tensors.leaves(data)):
-        if t.is_floating_point() and t.numel() and bool((t >= 0).all()) and bool((t > 0).any()):
+        if t.is_floating_point() and t.numel() and tensors.every(t, lambda x: x >= 0) \
+                and not tensors.every(t, lambda x: x <= 0):
             found.append(i)
     return found
 
@@ -93,16 +94,19 @@ def signed(data: Any, seed: int) -> Any:
     which = set(nonnegative_inputs(data))
     if not which:
         return data
-    gen = torch.Generator().manual_seed(seed)
     counter = iter(range(len(tensors.leaves(data))))
 
     def flip(t: torch.Tensor) -> torch.Tensor:
-        if next(counter) not in which:
+        i = next(counter)
+        if i not in which:
             return t
-        signs = torch.randint(0, 2, t.shape, generator=gen).to(t.device, t.dtype) * 2 - 1
-        return t * signs
+        # drawn where the input is, one byte per element (int64 signs drawn on the host were 2x a float32
+        # input there and a copy of it on the device, and seconds for KernelBench's 2 GiB inputs)
+        gen = torch.Generator(device=t.device).manual_seed(seed + i)  # each input its own signs
+        signs = torch.randint(0, 2, t.shape, generator=gen, device=t.device, dtype=torch.int8)
+        return t * signs.mul_(2).sub_(1)
     return tensors.tree_map(flip, data)
 
 
 def finite_everywhere(tree: Any) -> bool:
-    return all(bool(torch.isfinite(t).all()) for _, t in tensors.leaves(tree) if t.is_floating_point() or t.is_complex())
+    return all(tensors.every(t, torch.isfinite) for _, t in tensors.leaves(tree) if t.is_floating_point() or t.is_complex())

@@ -29,7 +29,7 @@ from kernel_mcp.problem import Problem
 from kernel_mcp.results import Finding
 from kernel_mcp.tolerance import Expected, inferred_reduction_length
 from kernel_mcp.worker import expected_leaves, kernelbench, roles, trace
-from kernel_mcp.worker.host_memory import inputs_parked, park
+from kernel_mcp.worker.host_memory import inputs_parked, park, run_parked
 
 @dataclass
 class CaseData:
@@ -164,9 +164,10 @@ class ReferenceRuntime:
         data = self.generate(params)
         if not kernelbench.nonnegative_inputs(data):
             return None
-        plain = self.ref_kernel(tensors.clone(data))
-        flipped = self.ref_kernel(kernelbench.signed(data, secrets.randbits(31)))
-        self.signed_inputs = kernelbench.finite_everywhere(flipped) or not kernelbench.finite_everywhere(plain)
+        # one output at a time (memory): the first is reduced to a bool before the second is made
+        plain = kernelbench.finite_everywhere(self.ref_kernel(tensors.clone(data)))
+        flipped = kernelbench.finite_everywhere(self.ref_kernel(kernelbench.signed(data, secrets.randbits(31))))
+        self.signed_inputs = flipped or not plain
         if self.signed_inputs:
             return Finding(code="signed_inputs", severity="info", message=(
                 "inputs drawn with one sign (torch.rand) are given random signs in the secret-seeded cases and "
@@ -189,7 +190,8 @@ class ReferenceRuntime:
         for i in poisoned:
             tensors.poison_(leaves[i][1])
         if poisoned:  # the output buffers' untouched elements now hold the poison: the reference's run too
-            run = roles.rerun(self.ref_kernel, data, run.roles)
+            found, run = run.roles, None  # the first run's output freed before the second is made
+            run = roles.rerun(self.ref_kernel, data, found)
         self.cases_seen += 1
         for i, name in run.roles.names().items():
             self.roles_seen.setdefault(i, set()).add(name)
@@ -233,7 +235,7 @@ class ReferenceRuntime:
         pristine, after = case.data, case.run.roles.compared_after()
         self.rng_seed = case.rng_seed
         findings: list[Finding] = []
-        with inputs_parked(pristine, self.tight_memory) as parked:
+        with inputs_parked(pristine, self.tight_memory) as parked, run_parked(case.run, self.tight_memory):
             home = self.device if parked else None  # None: each input's float64 copy where the input is
             ref64 = self._float64(pristine, home, findings, after)
             trace.mark("float64 reference made")

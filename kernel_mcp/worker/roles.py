@@ -94,6 +94,7 @@ def measure(run: Callable[[Any], Any], data: Any, recheck: set[int] | None, decl
     returned = {i for i, t in enumerate(after_trial) if t.untyped_storage().nbytes() and t.untyped_storage().data_ptr() in ptrs}
     to_test = set(range(count)) if recheck is None else (set(recheck) | written)
     after = {i: after_trial[i] for i in written}
+    del trial, after_trial  # the unwritten inputs' copies: device memory a large problem needs below
     unread = {i for i in sorted(to_test) if plain[i].numel() and not _reads(run, data, i, output, after, plain)}
     roles = Roles(count=count, read=frozenset(set(range(count)) - unread), written=frozenset(written),
                   returned=frozenset(returned), declared=frozenset(i for i in declared if i < count),
@@ -104,9 +105,8 @@ def measure(run: Callable[[Any], Any], data: Any, recheck: set[int] | None, decl
 def _reads(run: Callable[[Any], Any], data: Any, index: int, output: Any, after: dict[int, torch.Tensor],
            plain: list[torch.Tensor]) -> bool:
     """Does the reference's result change when input ``index`` is poisoned?"""
-    poisoned = tensors.clone(data)
+    poisoned = _copy(data, set(after), index)
     leaves = [t for _, t in tensors.leaves(poisoned)]
-    tensors.poison_(leaves[index])
     try:
         changed = run(poisoned)
     except Exception:  # noqa: BLE001  (a reference that refuses the poisoned value has read it)
@@ -125,7 +125,23 @@ def _reads(run: Callable[[Any], Any], data: Any, index: int, output: Any, after:
 
 def rerun(run: Callable[[Any], Any], data: Any, roles: Roles) -> TaskRun:
     """The reference on a copy of ``data`` (its poisoned inputs filled in), with the roles already found."""
-    copy = tensors.clone(data)
+    copy = _copy(data, set(roles.written), None)
     output = run(copy)
     leaves = [t for _, t in tensors.leaves(copy)]
     return TaskRun(roles=roles, output=output, after={i: leaves[i] for i in roles.compared_after()})
+
+
+def _copy(data: Any, written: set[int], poisoned: int | None) -> Any:
+    """``data`` for another run of the reference: the inputs it writes copied, input ``poisoned`` a new
+    tensor of poison, the rest shared (a whole copy of the inputs beside the reference's own peak was
+    most of a large problem's check; the reference does not write them)."""
+    index = iter(range(len(tensors.leaves(data))))
+
+    def one(t: torch.Tensor) -> torch.Tensor:
+        i = next(index)
+        if i == poisoned:
+            fresh = torch.empty_like(t)
+            tensors.poison_(fresh)
+            return fresh
+        return t.detach().clone() if i in written else t
+    return tensors.tree_map(one, data)
