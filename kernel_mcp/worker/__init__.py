@@ -14,10 +14,13 @@ caller (CLI, MCP server; never imports problem or candidate code) holds a *runne
      (judge_start.py imports torch and forks the factory its candidate hosts are forked from before it
      reads its boot line, then starts them from that line: host_factory.py; warm.py pays
      torch's and Triton's first-use costs), says Ready, then
-     serves one JudgeRequest: imports reference.py, measures what the check needs of the device
-     (footprint.py: the caller resizes its lease reservation), makes inputs from fresh secret seeds,
-     computes float64 references, compares (outputs.py), decides (check_run.py, profile_run.py,
-     profile_verdict.py).
+     serves one JudgeRequest: imports reference.py (reference_runtime.py; kernelbench.py adapts
+     KernelBench files), measures what the check needs of the device (footprint.py: the caller resizes
+     its lease reservation), makes inputs from fresh secret seeds, measures what the reference does with
+     each input on every case (roles.py), adds a shape the task does not list (shapes.py), computes
+     float64 references (expected_leaves.py), compares (outputs.py), probes for a degenerate problem
+     (degenerate.py), decides (check_run.py, profile_run.py, profile_verdict.py). While timing it flushes
+     the caches itself (flush.py) and fails a call that left code to run after the clock (aftercall.py).
      Reports on a private pipe, each line HMAC-signed (channel.py; client.py is the caller's side).
      -> candidate host (``candidate_host.py``; untrusted; session.py is the judge's side): boots with
         harness code only, then imports exactly one candidate and runs ``custom_kernel`` on tensors it
