@@ -24,10 +24,11 @@ def group_size(shape: tuple[int, ...]) -> int:
     return row * max(1, -(-GROUP_MIN // row))
 
 
-def honest_noise(pieces: Iterable, u_out: float, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+def honest_noise(pieces: Iterable, u_out: float, size: int, paired: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Per group of ``size`` elements: the RMS of the task-dtype reference's error beyond its own output
     rounding (the accumulation noise an honest computation of this op makes on these inputs; 0 for exact
-    ops), and the RMS of the (finite) reference. ``pieces``: tolerance._Pieces (its ``n`` and ``device``, and
+    ops; 0 where there is no task-dtype run beside a float64 one, ``paired`` False), and the RMS of the
+    (finite) reference. ``pieces``: tolerance._Pieces (its ``n`` and ``device``, and
     (start, out, ref64, honest, magnitude) per piece)."""
     groups = max(1, -(-pieces.n // size))
     squares = torch.zeros(groups, dtype=torch.float64, device=pieces.device)
@@ -35,8 +36,9 @@ def honest_noise(pieces: Iterable, u_out: float, size: int) -> tuple[torch.Tenso
     counts = torch.zeros_like(squares)
     for start, _, ref, honest, _ in pieces:
         ids = group_ids(start, ref.numel(), size, pieces.device)
-        excess = ((honest.to(torch.float64) - ref).abs() - u_out * ref.abs()).clamp(min=0.0)
-        squares.index_add_(0, ids, torch.where(torch.isfinite(excess), excess, 0.0).square())
+        if paired:
+            excess = ((honest.to(torch.float64) - ref).abs() - u_out * ref.abs()).clamp(min=0.0)
+            squares.index_add_(0, ids, torch.where(torch.isfinite(excess), excess, 0.0).square())
         ref_squares.index_add_(0, ids, torch.where(torch.isfinite(ref), ref, 0.0).square())
         counts.index_add_(0, ids, torch.ones_like(ref))
     counts = counts.clamp(min=1.0)

@@ -12,8 +12,9 @@ In addition, norm-wise::
     ||out - ref64||_F <= (c*sqrt(K)*u_acc + u_out) * ||ref64||_F
 
 The per-element bound also gets an absolute floor (where the output cancels, |ref64| is far below the
-terms summed and any other order of summation misses it): the larger of NOISE_FLOOR times the RMS of the
-honest task-dtype run's error beyond its output rounding, and a*u_acc*RMS(ref64), both taken per *group*
+terms summed and any other order of summation misses it): the larger of a*sqrt(K)*u_acc*RMS(ref64), what
+any honest order of summing K terms stays within a priori, and NOISE_FLOOR times the RMS of the honest
+task-dtype run's error beyond its output rounding (a floor, never the ceiling), both taken per *group*
 of the output (noise_floor.py), so that rows orders of magnitude smaller than others are held to their own
 noise, not the large rows'. Then it is scaled as a whole, keeping its shape, until the same op computed honestly in the task dtype uses at most half of it
 (the FlashAttention rule); norm-wise a candidate may be HONEST_NORM_MARGIN times less accurate than that
@@ -104,7 +105,7 @@ class _Bound:
 
 
 def compare(out: torch.Tensor, exp: Expected, policy: ToleranceSpec, K: float, leaf: str = "",
-            held_to: torch.dtype | None = None) -> Comparison:
+            held_to: torch.dtype | None = None, k_source: str = "") -> Comparison:
     """``out`` against ``exp`` within the policy's bound, in pieces of CHUNK elements: the float64
     temporaries stay a few hundred MiB whatever the output's size (a whole-tensor comparison needed some
     ten float64 copies of the output at once). ``held_to``: the dtype whose precision the bound assumes
@@ -114,32 +115,45 @@ def compare(out: torch.Tensor, exp: Expected, policy: ToleranceSpec, K: float, l
         return _tally(pieces, _Bound(), policy, leaf, 0.0, "exact match required")
     dtype = held_to or out.dtype
     bound, norm_bound, note = _bounds(dtype, exp, policy, K)
+    if k_source and policy.mode != "explicit":
+        note = note.replace(f"K={K:g}", f"K={K:g} ({k_source})", 1)
     honest_norm = 0.0
-    if exp.honest is not None and exp.honest.shape == exp.ref.shape and policy.mode != "explicit":
-        # Where the output cancels (|ref| far below the terms summed), a bound proportional to |ref| is
-        # smaller than any order of summation achieves; the task-dtype reference's own error, beyond its
-        # output rounding, measures that noise: an absolute floor of NOISE_FLOOR times its RMS, per group.
-        # Where the output rounding hides that noise (a bf16 output summed in fp32), the accumulation's
-        # own unit at the group's RMS magnitude stands in for it.
-        u_acc = unit_roundoff(accumulation_dtype(dtype, policy.accumulate))
-        size = noise_floor.group_size(pieces.shape)
-        noise, rms = noise_floor.honest_noise(pieces, unit_roundoff(dtype), size)
-        floors = torch.maximum(NOISE_FLOOR * noise, policy.a * u_acc * rms)
-        if bool((floors > 0).any()):
-            bound.groups, bound.group_size = floors, size
-            note += (f"; absolute floor per {size} elements {floors.min().item():.3g} to {floors.max().item():.3g} "
-                     f"(honest noise RMS up to {noise.max().item():.3g}, output RMS up to {rms.max().item():.3g})")
-        # Honest code must pass with a 2x margin: if the task-dtype reference itself uses more than half
-        # of the bound anywhere, scale the whole bound (keeping its shape) until it uses half.
-        used, honest_norm = _honest_use(pieces, bound)
-        if used > 0.5:
-            bound.scale = 2.0 * used
-            note += f"; bound x{2 * used:.3g} (2x the honest task-dtype error)"
+    if policy.mode != "explicit":
+        paired = exp.honest is not None and exp.honest.shape == exp.ref.shape
+        note += _set_floor(pieces, bound, policy, dtype, K, paired, 1.0 if exp.exact64 else 2.0)
+        if paired:
+            # Honest code must pass with a 2x margin: if the task-dtype reference itself uses more than half
+            # of the bound anywhere, scale the whole bound (keeping its shape) until it uses half.
+            used, honest_norm = _honest_use(pieces, bound)
+            if used > 0.5:
+                bound.scale = 2.0 * used
+                note += f"; bound x{2 * used:.3g} (2x the honest task-dtype error)"
     if not exp.exact64:
         note += "; no float64 reference, bounds doubled"
     if held_to is not None and held_to != out.dtype:
         note += f"; held to {str(held_to).removeprefix('torch.')} (the inputs' precision)"
     return _tally(pieces, bound, policy, leaf, norm_bound, note, honest_norm)
+
+
+def _set_floor(pieces: "_Pieces", bound: "_Bound", policy: ToleranceSpec, dtype: torch.dtype, K: float,
+               paired: bool, widen: float) -> str:
+    """The per-group absolute floor (returns its note). Where the output cancels (|ref| far below the terms
+    summed) a bound proportional to |ref| is smaller than any order of summation achieves. A priori, any order
+    of summing K terms (sequential, blocked, pairwise, split-K, atomics) errs by about sqrt(K)*u_acc times the
+    partial sums' magnitude in RMS (sequential, terms of random sign: sqrt(K/6)*u_acc*RMS(ref)), which
+    a*sqrt(K)*u_acc*RMS(ref) over the group covers some 20 times. The reference's own task-dtype error beyond
+    its output rounding (``paired``) measures the noise of its order of summation on these inputs (cuBLAS and
+    MKL sum more accurately than a plain loop): NOISE_FLOOR times its RMS is a floor, never the ceiling.
+    ``widen``: 2 where the reference is the task-dtype run itself (no float64 run), as for the other terms."""
+    u_acc = unit_roundoff(accumulation_dtype(dtype, policy.accumulate))
+    size = noise_floor.group_size(pieces.shape)
+    noise, rms = noise_floor.honest_noise(pieces, unit_roundoff(dtype), size, paired)
+    floors = torch.maximum(NOISE_FLOOR * noise, policy.a * math.sqrt(max(K, 1.0)) * u_acc * rms)
+    if not bool((floors > 0).any()):
+        return ""
+    bound.groups, bound.group_size = floors * widen, size
+    return (f"; absolute floor per {size} elements {floors.min().item():.3g} to {floors.max().item():.3g} "
+            f"(honest noise RMS up to {noise.max().item():.3g}, output RMS up to {rms.max().item():.3g})")
 
 
 def _bounds(out_dtype: torch.dtype, exp: Expected, policy: ToleranceSpec, K: float) -> tuple[_Bound, float, str]:

@@ -18,7 +18,8 @@ caller (CLI, MCP server; never imports problem or candidate code) holds a *runne
      KernelBench files), measures what the check needs of the device (footprint.py: the caller resizes
      its lease reservation), makes inputs from fresh secret seeds, measures what the reference does with
      each input on every case (roles.py), adds a shape the task does not list (shapes.py), computes
-     float64 references (expected_leaves.py), compares (outputs.py), probes for a degenerate problem
+     float64 references (float64_run.py, counting each output's summed terms: reduction_trace.py;
+     expected_leaves.py), compares (outputs.py), probes for a degenerate problem
      (degenerate.py), decides (check_run.py, profile_run.py, profile_verdict.py). While timing it flushes
      the caches itself (flush.py) and fails a call that left code to run after the clock (aftercall.py).
      Reports on a private pipe, each line HMAC-signed (channel.py; client.py is the caller's side).

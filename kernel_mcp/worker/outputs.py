@@ -126,15 +126,16 @@ def compare_output(answer: Answer, reference: Reference, rt: ReferenceRuntime, p
     """Every output leaf and every input compared after the call, each within its bound. A float64
     reference that the inputs' precision does not ask for holds the output to that precision."""
     output = tensors.floats_as_tensors(answer.output)
-    k = rt.reduction_length(params, reference)
     policy = rt.problem.spec.tolerance
     loose = _loose_dtypes(pristine)
     comparisons = []
-    for (path, out), (_, exp) in zip(tensors.leaves(output), reference.leaves):
+    for i, ((path, out), (_, exp)) in enumerate(zip(tensors.leaves(output), reference.leaves)):
         held = loose if loose is not None and exp.ref.dtype == torch.float64 and out.is_floating_point() else None
-        comparisons.append(compare(out, exp, policy, k, leaf=path, held_to=held))
-    for out, (index, exp) in zip(answer.after, reference.after):
-        comparisons.append(compare(out, exp, policy, k, leaf=f" (input {index} after the call)"))
+        k, how = rt.reduction_length(params, reference, i)
+        comparisons.append(compare(out, exp, policy, k, leaf=path, held_to=held, k_source=how))
+    for j, (out, (index, exp)) in enumerate(zip(answer.after, reference.after)):
+        k, how = rt.reduction_length(params, reference, len(reference.leaves) + j)
+        comparisons.append(compare(out, exp, policy, k, leaf=f" (input {index} after the call)", k_source=how))
     return comparisons
 
 

@@ -13,6 +13,7 @@ candidate that draws them the same way gets the same ones.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import inspect
 import os
@@ -28,8 +29,9 @@ from kernel_mcp import expr, tensors
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import Finding
 from kernel_mcp.tolerance import Expected, inferred_reduction_length
-from kernel_mcp.worker import expected_leaves, kernelbench, roles, trace
-from kernel_mcp.worker.host_memory import inputs_parked, park, run_parked
+from kernel_mcp.worker import expected_leaves, float64_run, kernelbench, roles, trace
+from kernel_mcp.worker.reduction_trace import Terms
+from kernel_mcp.worker.host_memory import inputs_parked, run_parked
 
 @dataclass
 class CaseData:
@@ -51,6 +53,7 @@ class Reference:
     findings: list[Finding] = field(default_factory=list)
     inferred_k: float = 1.0  # tolerance.inferred_reduction_length, for problems that declare no K
     after: list[tuple[int, Expected]] = field(default_factory=list)
+    terms: list[Terms] = field(default_factory=list)  # per leaf, then per input after: K traced in float64
 
 
 def _import_file(path: Path, name: str, search: list[Path]) -> Any:
@@ -237,11 +240,13 @@ class ReferenceRuntime:
         findings: list[Finding] = []
         with inputs_parked(pristine, self.tight_memory) as parked, run_parked(case.run, self.tight_memory):
             home = self.device if parked else None  # None: each input's float64 copy where the input is
-            ref64 = self._float64(pristine, home, findings, after)
+            run = functools.partial(self.ref_kernel, float64=True)
+            ref64, terms = float64_run.run(run, pristine, home, findings, after, self.tight_memory, traced=True)
             trace.mark("float64 reference made")
             magnitude = None
             if ref64 is not None and self.problem.spec.tolerance.magnitude == "abs_inputs":
-                magnitude = self._float64(tensors.absolute(pristine), home, findings, after, quiet=True)
+                magnitude, _ = float64_run.run(run, tensors.absolute(pristine), home, findings, after,
+                                               self.tight_memory, quiet=True)
         honest = (tensors.floats_as_tensors(case.run.output), [case.run.after[i] for i in after])
         structure = honest[0]
         exact = ref64 is not None
@@ -250,42 +255,18 @@ class ReferenceRuntime:
         elements = [sum(t.numel() for _, t in tensors.leaves(tree) if t.is_floating_point()) for tree in (pristine, honest)]
         outputs = len(tensors.leaves(structure))
         return Reference(structure=structure, leaves=expect[:outputs], findings=findings,
-                         inferred_k=inferred_reduction_length(*elements),
+                         inferred_k=inferred_reduction_length(*elements), terms=terms,
                          after=[(i, e) for i, (_, e) in zip(after, expect[outputs:])])
 
-    def _float64(self, data: Any, home: str | None, findings: list[Finding], after: list[int],
-                 quiet: bool = False) -> tuple[Any, list[torch.Tensor]] | None:
-        """(output, the inputs listed in ``after`` after the run), all in float64; None where the reference
-        cannot run so."""
-        try:
-            upcast = tensors.upcast(data, home)
-            out = tensors.floats_as_tensors(self.ref_kernel(upcast, float64=True))
-            leaves = tensors.leaves(upcast)
-            kept = [leaves[i][1] for i in after]
-            if self.tight_memory:
-                out, kept = tensors.tree_map(park, out), [park(t) for t in kept]
-        except Exception as exc:  # noqa: BLE001  (any failure means: no float64 reference for this problem)
-            why = str(exc).split("\n")[0][:300]
-            if isinstance(exc, torch.OutOfMemoryError):
-                torch.cuda.empty_cache()  # the failed run's blocks go back to the device for the rest
-                why = "the float64 run does not fit in the device's free memory"
-            if not quiet:
-                findings.append(Finding(code="no_float64_reference", severity="info",
-                                        message=f"ref_kernel failed on float64 inputs ({type(exc).__name__}: "
-                                                f"{why}); comparing with the task-dtype reference"))
-            return None
-        low = [p for p, t in tensors.leaves((out, kept)) if t.is_floating_point() and t.dtype != torch.float64]
-        if low:
-            if not quiet:
-                findings.append(Finding(code="no_float64_reference", severity="info",
-                                        message=f"ref_kernel returned {', '.join(low) or 'output'} below float64 "
-                                                "on float64 inputs; comparing with the task-dtype reference"))
-            return None
-        return out, kept
-
-    def reduction_length(self, params: dict[str, Any], reference: Reference | None = None) -> float:
-        """The problem's declared K, or (none declared) what its inputs' and outputs' sizes suggest."""
+    def reduction_length(self, params: dict[str, Any], reference: Reference | None = None,
+                         leaf: int = 0) -> tuple[float, str]:
+        """(K, where it comes from) for output leaf ``leaf`` (outputs first, then inputs compared after): the
+        problem's declared K, else the terms the float64 run was seen to sum into it, else (no aten
+        reduction seen: an elementwise op, or a kernel aten does not see) input elements per output element."""
         policy = self.problem.spec.tolerance
         if "K" in policy.model_fields_set or reference is None:
-            return expr.evaluate(policy.K, params)
-        return reference.inferred_k
+            return expr.evaluate(policy.K, params), "declared"
+        seen = reference.terms[leaf] if leaf < len(reference.terms) else Terms()
+        if seen.k > 1.0:
+            return seen.k, f"traced: {seen.via}"
+        return reference.inferred_k, "inputs per output"
