@@ -72,30 +72,42 @@ def run_all(args) -> list[dict]:
     done = {(r["level"], r["problem"]) for r in read_rows(args.skip) if r.get("passed") is not None}
     todo = [(level, p) for level, p in problems(args.root, args.levels, args.only) if (level, p.name) not in done]
     out = args.out_dir / f"kernelbench_{args.candidate}{'_profile' if args.profile else ''}.jsonl"
-    lock, rows, started = threading.Lock(), [], time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix="kb-candidates-"))
 
-    def one(item: tuple[int, Path]) -> None:
+    def one(item: tuple[int, Path]) -> dict:
         level, problem = item
-        if time.monotonic() - started > args.budget_s:
-            row = {"level": level, "problem": problem.name, "verdict": "not run (budget)", "passed": None,
-                   "candidate": args.candidate}
+        result = run_one(args, problem, candidate_file(problem, folder, args.candidate))
+        return {"candidate": args.candidate, **row_of(level, problem, result, 0.0)}
+
+    return run_jobs([({"level": level, "problem": p.name}, (level, p)) for level, p in todo], one, out, args.jobs,
+                    args.budget_s)
+
+
+def run_jobs(todo: list[tuple[dict, object]], judge, out: Path, jobs: int, budget_s: float) -> list[dict]:
+    """``judge(item)`` for each (key, item) of ``todo``, ``jobs`` at a time; a row per item, keyed by ``key``,
+    appended to ``out`` as each ends and printed with a count; no new item starts after ``budget_s``."""
+    lock, rows, started = threading.Lock(), [], time.monotonic()
+
+    def one(entry: tuple[dict, object]) -> None:
+        key, item = entry
+        if time.monotonic() - started > budget_s:
+            row = {**key, "verdict": "not run (budget)", "passed": None}
         else:
             begun = time.monotonic()
             try:
-                result = run_one(args, problem, candidate_file(problem, folder, args.candidate))
-                row = {**row_of(level, problem, result, time.monotonic() - begun), "candidate": args.candidate}
+                row = {**key, **judge(item)}
             except Exception as exc:  # noqa: BLE001  (a usage error is a row too)
-                row = {"level": level, "problem": problem.name, "verdict": f"raised {type(exc).__name__}",
-                       "passed": False, "finding": str(exc)[:400], "seconds": round(time.monotonic() - begun, 2)}
+                row = {**key, "verdict": f"raised {type(exc).__name__}", "passed": False, "finding": str(exc)[:400]}
+            row["seconds"] = round(time.monotonic() - begun, 2)
         with lock:
             rows.append(row)
             with open(out, "a") as handle:
                 handle.write(json.dumps(row) + "\n")
-            print(f"[{len(rows)}/{len(todo)}] L{level} {problem.name}: {row['verdict']} "
-                  f"({row.get('seconds', 0)} s) {row.get('finding', '')[:160]}", flush=True)
+            name = " ".join(str(v) for v in key.values())
+            print(f"[{len(rows)}/{len(todo)}] {name}: {row['verdict']} ({row.get('seconds', 0)} s) "
+                  f"{row.get('finding', '')[:160]}", flush=True)
 
-    with ThreadPoolExecutor(args.jobs) as pool:
+    with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, todo))
     return rows
 
@@ -109,12 +121,12 @@ def run_one(args, problem: Path, candidate: Path):
     return check(problem, candidate, device=args.device, fresh_seeds=args.fresh_seeds)
 
 
-def read_rows(files: list[Path]) -> list[dict]:
-    """Rows of earlier runs, the last per problem kept."""
+def read_rows(files: list[Path], key=lambda row: (row["level"], row["problem"])) -> list[dict]:
+    """Rows of earlier runs, the last per ``key`` (a problem, by default) kept."""
     rows = {}
     for file in files:
         for row in map(json.loads, file.read_text().splitlines()):
-            rows[(row["level"], row["problem"])] = row
+            rows[key(row)] = row
     return list(rows.values())
 
 

@@ -16,14 +16,22 @@ def print_check(result: CheckResult, console: Console) -> None:
     colour = "green" if result.passed else "red"
     console.print(f"[bold {colour}]{result.verdict}[/]  {result.problem} <- {result.candidate} "
                   f"on {result.device} ({result.seconds:.1f} s)")
+    if result.cause and not result.passed:
+        console.print(f"[red]cause:[/] {result.cause}")
     table = Table("case", "result", "max err / bound", "norm err", "detail")
     for case in result.cases:
         worst = max(case.comparisons, key=lambda c: c.max_error_in_bounds, default=None)
-        table.add_row(case.name, "[green]ok[/]" if case.passed else f"[red]{case.failure}[/]",
+        failure = f"{case.failure} ({case.cause})" if case.cause else case.failure
+        table.add_row(case.name, "[green]ok[/]" if case.passed else f"[red]{failure}[/]",
                       f"{worst.max_error_in_bounds:.3g}" if worst else "-",
                       f"{worst.norm_error:.2e}" if worst else "-", (case.message or "")[:160])
     if result.cases:
         console.print(table)
+    for verdict in result.benchmark:
+        said = "not reached" if verdict.passed is None else "pass" if verdict.passed else \
+            f"fail ({verdict.failed} of {verdict.cases} cases)"
+        worst = f", up to {verdict.worst:.3g}x its tolerance" if verdict.worst is not None else ""
+        console.print(f"[dim]{verdict.rule} would say:[/] {said}{worst}" + (f" [yellow]({verdict.why})[/]" if verdict.why else ""))
     _findings(result.findings, console)
     memory = result.memory
     if memory and memory.judge_peak_bytes is not None and memory.reference_peak_bytes:

@@ -64,6 +64,31 @@ class CaseResult(BaseModel):
     failure: str = ""  # "" when passed; else mismatch, exception, crash, timeout, mutation, alias, ...
     message: str = ""
     comparisons: list[Comparison] = Field(default_factory=list)
+    cause: str = ""  # a mismatch's likeliest cause where its values tell it (reduced_precision, approximation)
+    # per rule of the benchmark's own contract (CheckResult.benchmark): the share of that rule's tolerance the
+    # output used, <= 1 passing it (a yes/no rule such as check_implementation: 0), None where it fails with no
+    # number (NaN, a refused shape, a call that raised); absent where the benchmark would not serve this case
+    benchmark: dict[str, float | None] = Field(default_factory=dict)
+
+
+# Why a check failed, where a measurement in the judge tells more than the failure kind (check_run.py,
+# worker/causes.py). A failure without one of these has its kind (mismatch, mutation, crash...) as its cause.
+Cause = Literal["unordered_stream", "fresh_seed_only", "sign_dependent", "listed_shapes_only",
+                "reduced_precision", "approximation", "nonfinite"]
+
+
+class BenchmarkVerdict(BaseModel):
+    """What the benchmark a problem comes from would say by its own contract (KernelBench's allclose against
+    Model's output, GPU MODE's check_implementation), judged in the same run on the cases it would serve
+    itself. Reported beside the verdict, which is the one that counts; where the two differ, ``why`` says why."""
+
+    rule: str  # a key of CaseResult.benchmark, e.g. "KernelBench (atol=rtol=1e-4)"
+    description: str  # how the rule decides, and where it comes from
+    passed: bool | None  # None: no case reached the comparison
+    cases: int = 0  # cases judged by this rule
+    failed: int = 0
+    worst: float | None = None  # the largest share of the rule's tolerance used (None: a case failed outright)
+    why: str = ""  # where this verdict and the check's verdict differ, the reason
 
 
 class MemoryUse(BaseModel):
@@ -88,6 +113,8 @@ class CheckResult(BaseModel):
     cases: list[CaseResult] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     problem_degenerate: bool = False
+    cause: str = ""  # a failure's likeliest cause: a Cause where the judge measured one, else the failure kind
+    benchmark: list[BenchmarkVerdict] = Field(default_factory=list)  # the benchmark's own contract, beside ours
     memory: MemoryUse | None = None
     seconds: float = 0.0
     log_tail: str = ""  # last lines the candidate printed (untrusted, for debugging only)

@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kernel_mcp.results import CheckResult, CompileResult, Finding, ProfileResult, RooflineResult
+from kernel_mcp.results import (BenchmarkVerdict, CheckResult, CompileResult, Finding, ProfileResult,
+                                RooflineResult)
 from kernel_mcp.tools.evaluate import EvaluateResult
 
 MESSAGE_CHARS = 600  # enough for a compiler error's first lines or a mismatch report
@@ -62,6 +63,8 @@ class RunSummary(BaseModel):
     device: str = ""
     shapes: list[ShapeSummary] = Field(default_factory=list)
     failures: list[str] = Field(default_factory=list)  # failed check cases, "name: failure: message"
+    cause: str = ""  # a failed check's likeliest cause (CheckResult.cause)
+    benchmark: list[BenchmarkVerdict] = Field(default_factory=list)  # the problem's benchmark's own verdict
     findings: list[Finding] = Field(default_factory=list)
     message: str = ""
 
@@ -119,7 +122,9 @@ def _run_fields(prof: ProfileResult, roof: RooflineResult | None = None) -> dict
     findings = [f.model_copy(update={"message": _clip(f.message)}) for f in prof.findings]
     return dict(verdict=prof.verdict, passed=prof.passed, trusted=prof.trusted, speedup=prof.speedup,
                 speedup_ci=prof.speedup_ci, device=prof.device_name or prof.device, shapes=shapes,
-                failures=_failures(prof.check), findings=findings, message=roof.message if roof else "")
+                failures=_failures(prof.check), cause=prof.check.cause if prof.check else "",
+                benchmark=prof.check.benchmark if prof.check else [], findings=findings,
+                message=roof.message if roof else "")
 
 
 def summarize_compile(result: CompileResult, detail: bool = False) -> CompileSummary:

@@ -87,3 +87,21 @@ def test_an_in_place_or_out_form_keeps_its_terms():
         torch.mm(a, b, out=out)
         return out
     assert _traced(in_place).k == 100 and _traced(into).k == 100
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("candidate", ["rfft_same_call", "rfft_requires_grad"])
+def test_complex_strided_and_grad_requiring_outputs_cross_and_are_compared(candidate, device):
+    """A complex64 output is compared as real and imaginary parts; a transposed view and non-leaf tensors that
+    require grad cross to the judge as their values (the transport's concern, not a verdict on the candidate)."""
+    result = check(HONEST_PROBLEMS / "rfft_forms", REPO / "tests" / "honest" / f"{candidate}.py", device=device)
+    assert result.passed, _explain(result)
+    assert [c.leaf for c in result.cases[0].comparisons] == ["[0]", "[1]"], result.cases[0].comparisons
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_wrong_complex_output_fails_as_a_mismatch_with_its_values_shown(device):
+    result = check(HONEST_PROBLEMS / "rfft_forms", REPO / "tests" / "cheats" / "rfft_conjugate.py", device=device)
+    assert result.verdict == "fail: mismatch", _explain(result)
+    first = next(c for c in result.cases if not c.passed).comparisons[0].first_mismatches[0]
+    assert len(first.index) == 3 and first.index[-1] == 1, first  # (row, frequency, imaginary part)

@@ -19,8 +19,10 @@ caller (CLI, MCP server; never imports problem or candidate code) holds a *runne
      its lease reservation), makes inputs from fresh secret seeds, measures what the reference does with
      each input on every case (roles.py), adds a shape the task does not list (shapes.py), computes
      float64 references (float64_run.py, counting each output's summed terms: reduction_trace.py;
-     expected_leaves.py), compares (outputs.py), probes for a degenerate problem
-     (degenerate.py), decides (check_run.py, profile_run.py, profile_verdict.py). While timing it flushes
+     expected_leaves.py), runs each case (case_run.py) and compares (outputs.py), probes for a degenerate
+     problem (degenerate.py), names a failure's cause (causes.py, precision_probe.py), applies the problem's
+     benchmark's own contract beside its verdict (contract.py), decides (check_run.py, profile_run.py,
+     profile_verdict.py). While timing it flushes
      the caches itself (flush.py) and fails a call that left code to run after the clock (aftercall.py).
      Reports on a private pipe, each line HMAC-signed (channel.py; client.py is the caller's side).
      -> candidate host (``candidate_host.py``; untrusted; session.py is the judge's side): boots with

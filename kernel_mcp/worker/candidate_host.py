@@ -78,7 +78,8 @@ def _kernel_from(module: Any, init: dict, device: str) -> Callable:
 
 def _refer_to_inputs(output: Any, data: Any) -> Any:
     """Replace each output tensor that *is* one of the received inputs (GPU MODE output buffers) by a
-    placeholder: CUDA IPC cannot send a received tensor back, and the judge already holds that memory."""
+    placeholder, and one that is a view of an input's memory (``x.t()``, as a reference may return) by where it
+    lies in it: CUDA IPC cannot send a received tensor back, and the judge already holds that memory."""
     from kernel_mcp import tensors
     inputs = [t for _, t in tensors.leaves(data)]
 
@@ -87,12 +88,29 @@ def _refer_to_inputs(output: Any, data: Any) -> Any:
             (i.data_ptr(), i.shape, i.stride(), i.dtype, i.device)
 
     def swap(t: Any) -> Any:
-        return next((input_placeholder(k) for k, i in enumerate(inputs) if same(t, i)), t)
+        for k, i in enumerate(inputs):
+            if same(t, i):
+                return input_placeholder(k)
+            if t.device == i.device and t.untyped_storage().data_ptr() == i.untyped_storage().data_ptr():
+                return {INPUT_VIEW: k, "offset": t.storage_offset(), "shape": list(t.shape),
+                        "stride": list(t.stride()), "dtype": str(t.dtype).removeprefix("torch.")}
+        return t
     return tensors.tree_map(swap, output)
+
+
+def _plain_values(output: Any) -> Any:
+    """Every output tensor detached from autograd and as a plain Tensor (a non-leaf that requires grad, which a
+    KernelBench ModelNew built from nn.Parameters returns, or a Parameter, cannot be pickled across processes:
+    that is the transport's concern, not the candidate's fault). Values, strides and storage are unchanged."""
+    from kernel_mcp import tensors
+    return tensors.tree_map(lambda t: t.detach(), output)
 
 
 def input_placeholder(index: int) -> str:
     return f"<kernel_mcp input {index}>"
+
+
+INPUT_VIEW = "<kernel_mcp view of input>"  # the key of an output that is a view of an input (_refer_to_inputs)
 
 
 def _synchronize(device: str) -> None:
@@ -153,16 +171,59 @@ def _seed(rng_seed: int) -> None:
 
 
 def _run(conn: Connection, kernel: Callable, message: tuple, device: str) -> Any:
-    _, case_id, data, rng_seed = message
+    """One call of a check. ``serialize`` (a diagnosis the judge asks for after a mismatch): every torch op the
+    call makes waits for all device work before and after it, so work a side stream leaves unordered cannot
+    race the ops that read or overwrite it. ``late``: the output's bits read on the caller's stream at return
+    differ from its bits once the whole device is idle (results left on a stream never joined to the caller's:
+    whoever reads them next on that stream reads them unfinished)."""
+    _, case_id, data, rng_seed, options = message
     try:
         _seed(rng_seed)
-        output = kernel(data)
+        with _serialized(device, options.get("serialize", False)):
+            output = kernel(data)
+        at_return = _stream_digest(output, device)
         _synchronize(device)
+        late = at_return is not None and at_return != _stream_digest(output, device)
     except BaseException as exc:  # noqa: BLE001  (SystemExit and KeyboardInterrupt are candidate failures too)
         conn.send(_error("call", exc))
         return None
-    _send_output(conn, ("output", case_id), _refer_to_inputs(output, data))
+    _send_output(conn, ("output", case_id, {"late": late}), _refer_to_inputs(output, data))
     return output
+
+
+def _stream_digest(output: Any, device: str) -> list[int] | None:
+    """The output's digest (tensors.digest), computed on the current stream without waiting for the others;
+    None on a CPU (no streams) or where the output holds anything but plain tensors (the judge refuses it)."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    from kernel_mcp import tensors
+    try:
+        if any(type(t) is not torch.Tensor for _, t in tensors.leaves(output)):  # noqa: E721
+            return None
+        with torch._C.DisableTorchFunction():
+            return tensors.digest(output)  # .item() waits for the current stream alone
+    except Exception:  # noqa: BLE001  (no digest: nothing measured; the judge still judges the values)
+        return None
+
+
+def _serialized(device: str, on: bool) -> Any:
+    import contextlib
+    if not on or not device.startswith("cuda"):
+        return contextlib.nullcontext()
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    sync = torch._C._cuda_synchronize  # the C function: the candidate may have replaced torch.cuda.synchronize
+
+    class Serialized(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            sync()
+            out = func(*args, **(kwargs or {}))
+            sync()
+            return out
+    return Serialized()
 
 
 def _release_memory() -> None:
@@ -214,7 +275,7 @@ def _time(conn: Connection, kernel: Callable, message: tuple, clock: Any) -> Any
 
 def _send_output(conn: Connection, head: tuple, output: Any) -> None:
     try:
-        conn.send((*head, output))
+        conn.send((*head, _plain_values(output)))
     except Exception as exc:  # noqa: BLE001  (an unpicklable object, a tensor that cannot be shared)
         conn.send(_error("output", exc))
 

@@ -1,18 +1,15 @@
 """``check`` inside the judge: every test (plus secret-seeded copies) through the candidate, judged here."""
 from __future__ import annotations
 
-import secrets
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from kernel_mcp.problem import load_problem
-from kernel_mcp.results import CaseResult, CheckResult, Finding, MemoryUse
-from kernel_mcp.worker import degenerate, footprint, lease, numerics, shapes, trace
-from kernel_mcp.worker.outputs import judge_values, output_integrity, resolve_input_refs
-from kernel_mcp.worker.host_memory import release_device_memory
+from kernel_mcp.results import CheckResult, Finding, MemoryUse
+from kernel_mcp.worker import causes, contract, footprint, lease, numerics
+from kernel_mcp.worker.case_run import CaseRunner, plan_cases, undeclared_shape
 from kernel_mcp.worker.reference_runtime import ReferenceRuntime
 from kernel_mcp.worker.session import CandidateSession
 
@@ -20,26 +17,6 @@ if TYPE_CHECKING:
     from kernel_mcp.worker.judge import Judging
 
 STOPPING_FAILURES = {"crash", "timeout", "forged"}  # the candidate process is gone or cannot be believed
-
-
-@dataclass
-class Case:
-    name: str
-    params: dict[str, Any]  # what generate_input gets (a fresh seed stays in the judge)
-    shown: dict[str, Any]  # what the result shows
-    signed: bool = False  # KernelBench: inputs of one sign get random signs (kernelbench.signed)
-
-
-def plan_cases(tests: list[dict], fresh_seeds: int) -> list[Case]:
-    """Each listed test, each followed by copies with fresh secret seeds: every shape is served at least
-    twice with different values, so an answer cached by pointer, shape or sampled values is caught."""
-    cases = []
-    for i, test in enumerate(tests):
-        cases.append(Case(f"test {i}", dict(test), dict(test)))
-        for j in range(fresh_seeds):
-            cases.append(Case(f"test {i} (secret seed {j + 1})", {**test, "seed": secrets.randbits(31)},
-                              {**test, "seed": "secret"}, signed=True))
-    return cases
 
 
 def run_check(judging: Judging) -> CheckResult:
@@ -141,50 +118,31 @@ def open_session(judging: Judging, runtime: ReferenceRuntime, candidate: Path) -
 
 def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judging, result: CheckResult) -> None:
     """Every test and its secret-seeded copies, and a shape the task does not list, through a started
-    session, then the verdict."""
+    session; then the cause of a failure (with the calls its diagnosis needs), the benchmark's own contract
+    beside ours, and the verdict."""
     cases = plan_cases(runtime.problem.tests, judging.request.fresh_seeds or runtime.problem.spec.fresh_seeds)
-    cases += _undeclared_shape(runtime, result)
-    _run_cases(runtime, session, cases, result, judging.reporter)
+    cases += undeclared_shape(runtime, result)
+    runner = CaseRunner(runtime, session, result, contract.rules(runtime))
+    ran = _run_cases(runner, cases, judging.reporter)
     _decide(result)
+    causes.name(runner, cases, result)
+    if ran:
+        contract.summarise(result, runner.rules)
 
 
-def _undeclared_shape(rt: ReferenceRuntime, result: CheckResult) -> list[Case]:
-    """The first variant of the task's shapes (shapes.py) that generate_input and the reference accept, as
-    one more case; else a finding saying why the problem could not be varied."""
-    if rt.problem.kind == "kernelbench":
-        why = "KernelBench fixes a problem's shapes in its file (get_inputs takes no parameters)"
-    else:
-        tried = shapes.variants(rt.problem.tests, rt.problem.benchmarks)
-        for params in tried:
-            if _accepted(rt, params):
-                return [Case("undeclared shape", params, shapes.shown(params))]
-        why = (f"generate_input or the reference refused each of the {len(tried)} variants of its sizes tried"
-               if tried else "no integer parameter differs between the task's tests and benchmarks")
-    result.findings.append(Finding(code="shape_not_varied", severity="info", message=(
-        f"only the listed shapes were served: {why}, so a kernel correct on those alone is not caught")))
-    return []
-
-
-def _accepted(rt: ReferenceRuntime, params: dict) -> bool:
-    try:
-        rt.ref_kernel(rt.generate(params))
-    except Exception:  # noqa: BLE001  (a size the problem does not take: try the next)
-        return False
-    return True
-
-
-def _run_cases(runtime: ReferenceRuntime, session: CandidateSession, cases: list[Case], result: CheckResult,
-               reporter) -> None:
+def _run_cases(runner: CaseRunner, cases: list, reporter) -> bool:
+    """False where the candidate never got to run (it failed to import, or its host failed to boot)."""
+    runtime, session, result = runner.rt, runner.session, runner.result
     reporter.progress("importing the candidate", 0, len(cases))
     failure = session.start(runtime.problem.spec.timeouts.import_)
     if failure and failure.kind == "boot":
         result.findings.append(Finding(code="host_boot_failed", message=failure.message))
         result.verdict = "error: harness"
-        return
+        return False
     if failure:
         result.findings.append(Finding(code=f"candidate_{failure.kind}", message=failure.message))
         result.verdict = f"fail: {failure.kind} on import"
-        return
+        return False
     _note_sandbox(runtime, session, result)
     if runtime.problem.kind == "kernelbench":
         result.findings.append(Finding(code="kernelbench_mode", severity="info", message=runtime.kernelbench_mode()))
@@ -195,11 +153,12 @@ def _run_cases(runtime: ReferenceRuntime, session: CandidateSession, cases: list
                 f"initial value, matched them), so they keep their own: {', '.join(unmatched)}")))
     for i, case in enumerate(cases):
         reporter.progress(case.name, i, len(cases))
-        case_result = _judge_case(runtime, session, case, i, result)
+        case_result = runner.judge(case)
         result.cases.append(case_result)
         if case_result.failure in STOPPING_FAILURES:
             break
     _note_roles(runtime, result)
+    return True
 
 
 def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: CheckResult) -> None:
@@ -222,35 +181,6 @@ def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: 
             "leftover processes are found through the process tree and an environment token instead")))
 
 
-def _judge_case(rt: ReferenceRuntime, session: CandidateSession, case: Case, case_id: int,
-                result: CheckResult) -> CaseResult:
-    release_device_memory(rt.device, rt.tight_memory)  # the last case's shared inputs, once dropped
-    served = rt.case(case.params, signed=case.signed)
-    trace.mark(f"{case.name}: inputs made, their roles measured")
-    pristine = served.data  # generated for this case alone and never given out: no copy needed (memory)
-    reference = rt.expected(served, case.params)
-    trace.mark(f"{case.name}: expected outputs made")
-    _note(result, reference.findings)
-    if case_id == 0:
-        degenerate.probe(rt, reference, served, case.params, result)
-    shared = rt.share_copy(pristine)
-    release_device_memory(rt.device, rt.tight_memory)  # the float64 run's blocks, for the candidate
-    trace.mark(f"{case.name}: inputs shared")
-    reply = session.call(case_id, shared, rt.call_timeout, served.rng_seed)
-    base = dict(name=case.name, params=case.shown)
-    if reply.kind != "output":
-        return CaseResult(**base, passed=False, failure=reply.kind, message=reply.message)
-    received = resolve_input_refs(reply.output, shared)
-    failure, message, output = output_integrity(received, served, shared)
-    if failure:
-        return CaseResult(**base, passed=False, failure=failure, message=message)
-    del received, reply  # the candidate's own memory: only the judge's copy is compared
-    trace.mark(f"{case.name}: output copied and its integrity checked")
-    failure, message, comparisons = judge_values(output, reference, rt, case.params, pristine)
-    trace.mark(f"{case.name}: output compared")
-    return CaseResult(**base, passed=not failure, failure=failure, message=message, comparisons=comparisons)
-
-
 def _note_roles(rt: ReferenceRuntime, result: CheckResult) -> None:
     """Say which inputs were not ordinary read-only ones, and in how many cases (roles.py)."""
     if not rt.roles_seen:
@@ -262,11 +192,6 @@ def _note_roles(rt: ReferenceRuntime, result: CheckResult) -> None:
         "; ".join(parts) + f" (measured on each of {rt.cases_seen} cases). Output buffers and scratch are filled "
         "with NaN/random values before each call and may be written and returned; inputs updated in place keep "
         "their values, may be written, and are compared after the call with the reference's own")))
-
-
-def _note(result: CheckResult, findings: list[Finding]) -> None:
-    known = {f.code for f in result.findings}
-    result.findings.extend(f for f in findings if f.code not in known)
 
 
 def _decide(result: CheckResult) -> None:

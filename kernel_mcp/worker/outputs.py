@@ -12,8 +12,8 @@ import torch
 from kernel_mcp import tensors
 from kernel_mcp.properties import check_property
 from kernel_mcp.results import Comparison
-from kernel_mcp.tolerance import compare, unit_roundoff
-from kernel_mcp.worker.candidate_host import input_placeholder
+from kernel_mcp.tolerance import EXACT_NOTE, compare, unit_roundoff
+from kernel_mcp.worker.candidate_host import INPUT_VIEW, input_placeholder
 from kernel_mcp.worker.reference_runtime import CaseData, Reference, ReferenceRuntime
 
 
@@ -27,8 +27,9 @@ class Answer:
 
 
 def resolve_input_refs(output: Any, shared: Any) -> Any:
-    """The host names an output that is one of its inputs by index (see candidate_host); the judge
-    substitutes its own view of that memory, which the integrity checks then treat like any output."""
+    """The host names an output that is one of its inputs, or a view of one, by index (candidate_host's
+    _refer_to_inputs); the judge substitutes its own view of that memory, which the integrity checks then treat
+    like any output. A view that does not fit its input raises ValueError."""
     refs = {input_placeholder(i): t for i, (_, t) in enumerate(tensors.leaves(shared))}
     return _resolve(output, refs)
 
@@ -40,9 +41,24 @@ def _resolve(node: Any, refs: dict[str, Any]) -> Any:
         return refs.get(node, node)
     if isinstance(node, (tuple, list)):
         return type(node)(_resolve(x, refs) for x in node)
+    if isinstance(node, dict) and INPUT_VIEW in node:
+        return _input_view(node, refs)
     if isinstance(node, dict):
         return {k: _resolve(v, refs) for k, v in node.items()}
     return node
+
+
+def _input_view(node: dict, refs: dict[str, Any]) -> torch.Tensor:
+    try:
+        base = refs[input_placeholder(node[INPUT_VIEW])]
+        dtype = getattr(torch, str(node["dtype"]))
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(node["dtype"])
+        view = torch.empty(0, dtype=dtype, device=base.device)
+        return view.set_(base.untyped_storage(), int(node["offset"]), [int(n) for n in node["shape"]],
+                         [int(n) for n in node["stride"]])
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
+        raise ValueError(f"the output names a view of an input that does not fit it ({type(exc).__name__})") from exc
 
 
 def output_integrity(output: Any, served: CaseData, shared: Any) -> tuple[str, str, Answer | None]:
@@ -139,13 +155,14 @@ def compare_output(answer: Answer, reference: Reference, rt: ReferenceRuntime, p
     return comparisons
 
 
-def judge_values(answer: Answer, reference: Reference, rt: ReferenceRuntime, params: dict,
-                 pristine: Any) -> tuple[str, str, list[Comparison]]:
+def judge_values(answer: Answer, reference: Reference, rt: ReferenceRuntime, params: dict, pristine: Any,
+                 checked: tuple[str, str] | None = None) -> tuple[str, str, list[Comparison]]:
     """(failure, message, comparisons) for an output whose form is right: its values against the float64
     reference, then the problem's own check_implementation and properties. Under the 'problem_check'
     precision contract (a GPU MODE problem loaded unchanged) the problem's own check_implementation is what
     decides the values, as GPU MODE decides them; the derived comparison is then reported, not binding
-    (numerics.py)."""
+    (numerics.py). ``checked``: check_implementation's (failure, message) on this output, where the caller
+    already has it (problem_check)."""
     comparisons = compare_output(answer, reference, rt, params, pristine)
     outside = [c for c in comparisons if not c.ok]
     broken = [c for c in comparisons if c.nonfinite]
@@ -155,7 +172,7 @@ def judge_values(answer: Answer, reference: Reference, rt: ReferenceRuntime, par
                             f"is finite{f' at {worst.leaf}' if worst.leaf else ''}"), comparisons
     if outside and not _problem_decides(rt):
         return "mismatch", mismatch_message(outside), comparisons
-    failure, message = extra_checks(rt, pristine, answer.output)
+    failure, message = extra_checks(rt, pristine, answer.output, checked)
     if outside and failure == "check_implementation":
         message = f"{mismatch_message(outside)}; {message}"
         return "mismatch", message, comparisons
@@ -173,23 +190,34 @@ def mismatch_message(outside: list[Comparison]) -> str:
     worst = max(outside, key=lambda c: c.max_error_in_bounds)
     where = f" at {worst.leaf}" if worst.leaf else ""
     ratio = worst.max_error_in_bounds
+    if worst.note == EXACT_NOTE:
+        return f"{worst.mismatches} of {worst.elements} elements differ{where} (an exact match is required)"
     worst_text = f"max error {ratio:.3g}x the bound" if math.isfinite(ratio) else "NaN or Inf where a number is due"
     norm = f"norm error {worst.norm_error:.3g}" if math.isfinite(worst.norm_error) else "norm error not finite"
     return (f"{worst.mismatches} of {worst.elements} elements outside the bound{where} ({worst_text}; {norm}, "
             f"allowed {worst.norm_bound:.3g})")
 
 
-def extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any) -> tuple[str, str]:
-    """The problem's own check_implementation and declared properties, in addition to the comparison."""
-    if rt.check_implementation is not None:
-        try:
-            verdict = rt.check_implementation(tensors.clone(pristine), tensors.clone(output))
-        except Exception as exc:  # noqa: BLE001  (on this output the problem's own check could not say yes)
-            return "check_implementation", (f"the problem's check_implementation raised on this output: "
-                                            f"{type(exc).__name__}: {str(exc)[:300]}")
-        ok, message = _normalise_check(verdict)
-        if not ok:
-            return "check_implementation", f"the problem's check_implementation rejected it: {message}"
+def problem_check(rt: ReferenceRuntime, pristine: Any, output: Any) -> tuple[str, str]:
+    """The problem's own check_implementation on this output: ("", "") when it says yes or there is none."""
+    if rt.check_implementation is None:
+        return "", ""
+    try:
+        verdict = rt.check_implementation(tensors.clone(pristine), tensors.clone(output))
+    except Exception as exc:  # noqa: BLE001  (on this output the problem's own check could not say yes)
+        return "check_implementation", (f"the problem's check_implementation raised on this output: "
+                                        f"{type(exc).__name__}: {str(exc)[:300]}")
+    ok, message = _normalise_check(verdict)
+    return ("", "") if ok else ("check_implementation", f"the problem's check_implementation rejected it: {message}")
+
+
+def extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any,
+                 checked: tuple[str, str] | None = None) -> tuple[str, str]:
+    """The problem's own check_implementation (``checked``, where already run) and declared properties, in
+    addition to the comparison."""
+    failure, message = checked if checked is not None else problem_check(rt, pristine, output)
+    if failure:
+        return failure, message
     leaves = tensors.leaves(output)
     for prop in rt.problem.spec.properties:
         message = check_property(prop, pristine, leaves[0][1]) if leaves else "no tensor output"

@@ -96,6 +96,19 @@ EXACT = {"max", "min", "amax", "amin", "argmax", "argmin", "aminmax", "all", "an
          "mode", "kthvalue", "topk", "sort", "count_nonzero"}
 
 
+def contraction_operands(func) -> tuple[int, ...]:
+    """Positions of the operands a contraction multiplies (what tensor cores read in a lower precision under
+    TF32 or bf16), () for any other op."""
+    name = func._overloadpacket.__name__.removesuffix("_")
+    if name in ("addmm", "addmv", "baddbmm", "addbmm", "_addmm_activation"):
+        return (1, 2)
+    if name in ("mm", "bmm", "mv", "dot", "vdot") or "convolution" in name:
+        return (0, 1)
+    if name.startswith(ATTENTION_PREFIX):
+        return (0, 1, 2)
+    return ()
+
+
 def own_terms(func, args: tuple, kwargs: dict, out: object) -> float:
     """Terms summed into each output element by this one op (0 for an elementwise or data-movement op)."""
     name = func._overloadpacket.__name__.removesuffix("_")  # addmm_ sums as addmm does

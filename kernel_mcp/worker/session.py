@@ -239,13 +239,14 @@ class CandidateSession:
             return None
         return self._as_error(message, "import")
 
-    def call(self, case_id: int, data: Any, timeout: float, rng_seed: int = 0) -> Reply:
-        """Run custom_kernel once on data, from the case's RNG seed; the Reply holds its output."""
-        message = self._request(("run", case_id, data, rng_seed), timeout)
+    def call(self, case_id: int, data: Any, timeout: float, rng_seed: int = 0, serialize: bool = False) -> Reply:
+        """Run custom_kernel once on data, from the case's RNG seed (``serialize``: candidate_host._run); the
+        Reply holds its output, and ``figures["late"]``: whether it changed after the call returned."""
+        message = self._request(("run", case_id, data, rng_seed, {"serialize": serialize}), timeout)
         if isinstance(message, Reply):
             return message
-        if len(message) == 3 and message[0] == "output" and message[1] == case_id:
-            return Reply("output", output=message[2])
+        if len(message) == 4 and message[:2] == ("output", case_id) and message[2] in ({"late": True}, {"late": False}):
+            return Reply("output", output=message[3], figures=message[2])
         return self._as_error(message, "call")
 
     def time(self, call_id: int, data: Any, options: dict, timeout: float) -> Reply:
