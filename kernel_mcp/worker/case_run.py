@@ -130,9 +130,8 @@ class CaseRunner:
             contract.not_reached(judged, self.rules, benchmark)
             return None
         checked = problem_check(self.rt, served.data, output)
-        if benchmark:
-            judged.benchmark = {r.name: contract.stored(contract.judge_output(r, output, reference.leaves, checked))
-                                for r in self.rules}
+        if benchmark and self.rules:
+            judged.benchmark = contract.judge(self.rules, output, reference.leaves, checked)
         return checked
 
     def rerun(self, case: Case, signed: bool | None = None, serialize: bool = False) -> CaseResult | None:

@@ -54,6 +54,12 @@ def serves(rt: Any, signed: bool) -> bool:
 def allclose_share(out: torch.Tensor, ref: torch.Tensor, tol: float) -> float:
     """max |ref - out| / (tol + tol*|out|) over the elements (torch.allclose(ref, out, tol, tol) holds when it is
     <= 1); inf where either is NaN or the shapes differ."""
+    return _unit_share(out, ref) / tol
+
+
+def _unit_share(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """max |ref - out| / (1 + |out|): with atol = rtol = tol, allclose's share of its tolerance is this / tol,
+    so one pass over the output serves every rule."""
     if out.shape != ref.shape:
         return math.inf
     worst = 0.0
@@ -63,30 +69,38 @@ def allclose_share(out: torch.Tensor, ref: torch.Tensor, tol: float) -> float:
         y = b[start:start + CHUNK].to(x.device, torch.float64)
         if x.is_complex() or y.is_complex():
             x, y = torch.view_as_real(x.to(torch.complex128)), torch.view_as_real(y.to(torch.complex128))
-        share = ((y - x).abs() / (tol + tol * x.abs())).nan_to_num(nan=math.inf)
+        share = ((y - x).abs() / (1.0 + x.abs())).nan_to_num(nan=math.inf)
         same_inf = torch.isinf(x) & (x == y)
         worst = max(worst, float(torch.where(same_inf, 0.0, share).amax()) if share.numel() else 0.0)
     return worst
 
 
-def judge_output(rule: Rule, output: Any, expected: list, problem_check: tuple[str, str] | None) -> float:
-    """The share of ``rule``'s tolerance one output used (<= 1 passes). ``expected``: the Reference's leaves,
-    whose task-dtype run (``honest``, else ``ref``) is what the benchmark compares with; ``problem_check``: the
-    (failure, message) of the problem's own check_implementation on this output."""
-    if rule.tolerance is None:
-        return 0.0 if problem_check is not None and not problem_check[0] else math.inf
+def judge(rules: list[Rule], output: Any, expected: list, problem_check: tuple[str, str] | None) -> dict:
+    """Per rule, the share of its tolerance one output used (<= 1 passes; stored: None for none at all).
+    ``expected``: the Reference's leaves, whose task-dtype run (``honest``, else ``ref``) is what the benchmark
+    compares with; ``problem_check``: the (failure, message) of the problem's check_implementation on it."""
     got = tensors.leaves(tensors.floats_as_tensors(output))
-    if len(got) != len(expected):
-        return math.inf
-    worst = 0.0
+    leaves = []  # (share at atol = rtol = 1, the reference's dtype) per leaf
     for (_, out), (_, exp) in zip(got, expected):
         want = exp.honest if exp.honest is not None else exp.ref
-        tol = rule.tolerance if isinstance(rule.tolerance, float) else rule.tolerance.get(want.dtype, 1e-4)
         if not out.is_floating_point() and not out.is_complex():
-            worst = max(worst, 0.0 if torch.equal(out.cpu(), want.cpu()) else math.inf)
+            leaves.append((0.0 if torch.equal(out.cpu(), want.cpu()) else math.inf, want.dtype))
         else:
-            worst = max(worst, allclose_share(out, want, tol))
-    return worst
+            leaves.append((_unit_share(out, want), want.dtype))
+    shares = {}
+    for rule in rules:
+        if rule.tolerance is None:
+            share = 0.0 if problem_check is not None and not problem_check[0] else math.inf
+        elif len(got) != len(expected):
+            share = math.inf
+        else:
+            share = max((unit / _tolerance(rule, dtype) for unit, dtype in leaves), default=0.0)
+        shares[rule.name] = stored(share)
+    return shares
+
+
+def _tolerance(rule: Rule, dtype: torch.dtype) -> float:
+    return rule.tolerance if isinstance(rule.tolerance, float) else rule.tolerance.get(dtype, 1e-4)
 
 
 def summarise(result: CheckResult, contract: list[Rule]) -> None:
