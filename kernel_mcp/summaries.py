@@ -64,7 +64,7 @@ class RunSummary(BaseModel):
     shapes: list[ShapeSummary] = Field(default_factory=list)
     failures: list[str] = Field(default_factory=list)  # failed check cases, "name: failure: message"
     cause: str = ""  # a failed check's likeliest cause (CheckResult.cause)
-    benchmark: list[BenchmarkVerdict] = Field(default_factory=list)  # the problem's benchmark's own verdict
+    benchmark: list[BenchmarkVerdict] = Field(default_factory=list)  # its benchmark's own verdict (no description)
     findings: list[Finding] = Field(default_factory=list)
     message: str = ""
 
@@ -123,7 +123,8 @@ def _run_fields(prof: ProfileResult, roof: RooflineResult | None = None) -> dict
     return dict(verdict=prof.verdict, passed=prof.passed, trusted=prof.trusted, speedup=prof.speedup,
                 speedup_ci=prof.speedup_ci, device=prof.device_name or prof.device, shapes=shapes,
                 failures=_failures(prof.check), cause=prof.check.cause if prof.check else "",
-                benchmark=prof.check.benchmark if prof.check else [], findings=findings,
+                benchmark=[b.model_copy(update={"description": ""}) for b in prof.check.benchmark] if prof.check else [],
+                findings=findings,
                 message=roof.message if roof else "")
 
 

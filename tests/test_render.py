@@ -2,8 +2,9 @@
 "infx" where the output holds NaN or Inf, no "None" where a build reports no figure."""
 from rich.console import Console
 
-from kernel_mcp.render import duration, print_compile, print_profile
-from kernel_mcp.results import CheckResult, Comparison, CompileResult, KernelBuild, ProfileResult, ShapeProfile, Timing
+from kernel_mcp.render import duration, print_check, print_compile, print_profile
+from kernel_mcp.results import BenchmarkVerdict, CaseResult, CheckResult, Comparison, CompileResult, KernelBuild, ProfileResult, ShapeProfile, Timing
+from kernel_mcp.tolerance import EXACT_NOTE
 from kernel_mcp.worker.outputs import mismatch_message
 
 
@@ -40,3 +41,23 @@ def test_a_build_without_figures_shows_dashes_not_none():
     print_compile(result, console)
     text = console.export_text()
     assert "None" not in text and "24/-/18" in text, text
+
+
+def test_a_failed_check_shows_its_cause_and_what_the_benchmark_would_say():
+    case = CaseResult(name="test 0", params={}, passed=False, failure="mismatch", cause="approximation",
+                      message="outside the bound")
+    said = BenchmarkVerdict(rule="KernelBench v0.1", description="...", passed=True, cases=1, worst=0.4,
+                            why="its tolerance admits this approximation's error")
+    result = CheckResult(passed=False, verdict="fail: mismatch", problem="p", candidate="c.py", cause="approximation",
+                         cases=[case], benchmark=[said])
+    console = Console(record=True, width=200)
+    print_check(result, console)
+    text = console.export_text()
+    assert "cause: approximation" in text and "mismatch (approximation)" in text
+    assert "KernelBench v0.1 would say: pass, up to 0.4x its tolerance" in text and said.why in text
+
+
+def test_exact_outputs_that_differ_are_counted_not_called_nan():
+    ints = Comparison(leaf="", ok=False, max_error_in_bounds=float("inf"), mismatches=33, elements=524160,
+                      note=EXACT_NOTE)
+    assert mismatch_message([ints]) == "33 of 524160 elements differ (an exact match is required)"

@@ -1,6 +1,7 @@
 """Compact results (kernel_mcp/summaries.py) on hand-built typed results: pure functions, no processes."""
 from kernel_mcp.occupancy import Occupancy
 from kernel_mcp.results import (
+    BenchmarkVerdict,
     CaseResult,
     CheckResult,
     CompileResult,
@@ -85,6 +86,16 @@ def test_failed_cases_and_long_messages_are_clipped():
     assert len(summary.failures) == MAX_FAILURES + 1 and "3 more failed cases" in summary.failures[-1]
     assert len(summary.findings[0].message) < MESSAGE_CHARS + 50 and summary.findings[0].code == "tampering"
     assert prof.findings[0].message == "y" * 5000  # the full result is left as it was
+
+
+def test_a_failed_checks_cause_and_the_benchmarks_own_verdict_reach_the_summary():
+    said = BenchmarkVerdict(rule="KernelBench v0.1", description="torch.allclose ... " * 20, passed=True, cases=2,
+                            failed=0, worst=0.4, why="its tolerance admits this approximation's error")
+    check = CheckResult(passed=False, verdict="fail: mismatch", problem="p", candidate="c", cause="approximation",
+                        benchmark=[said])
+    summary = summarize_profile(_profile(passed=False, trusted=False, verdict="fail: mismatch", check=check))
+    assert summary.cause == "approximation" and summary.benchmark[0].why == said.why
+    assert summary.benchmark[0].description == "" and said.description  # the long text stays in the detail
 
 
 def test_compile_summary_gives_resources_and_errors_with_file_and_line():
