@@ -28,22 +28,27 @@ HOLDER = textwrap.dedent('''
     from kernel_mcp.worker.protocol import Device
     device = Device.model_validate_json(sys.argv[1])
     exclusive, need, hold_s, log = sys.argv[2] == "x", int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
-    waited = []
-    resize, until = int(sys.argv[7]), sys.argv[8]
+    waited, resized = [], None
+    resize, until, resize_after = int(sys.argv[7]), sys.argv[8], sys.argv[9]
     def wait_said(message):
         waited.append(message)
         open(f"{log}.{sys.argv[6]}.waiting", "w").close()  # a test may wait for this
+    def wait_for(path, start):  # the test's signal: process starts are slow on a loaded machine
+        while path and not os.path.exists(path) and time.time() - start < 60:
+            time.sleep(0.02)
     with lease.hold(device, exclusive, need, on_wait=wait_said) as reservation:
         start = time.time()
+        open(f"{log}.{sys.argv[6]}.holding", "w").close()
         if resize:  # as a judge does once it has measured its problem
-            time.sleep(1.0)
+            wait_for(resize_after, start)
             reservation.resize(resize)
-        while until and not os.path.exists(until) and time.time() - start < 60:
-            time.sleep(0.02)  # held until the test says (process starts are slow on a loaded machine)
+            resized = time.time()
+        wait_for(until, start)
         time.sleep(hold_s)
         end = time.time()
     with open(log, "a") as f:
-        f.write(json.dumps({"name": sys.argv[6], "start": start, "end": end, "waited": waited}) + "\\n")
+        f.write(json.dumps({"name": sys.argv[6], "start": start, "end": end, "waited": waited,
+                            "resized": resized}) + "\\n")
 ''')
 
 
@@ -53,12 +58,27 @@ def cache(tmp_path, monkeypatch) -> Path:
     return tmp_path / "cache"
 
 
-def holder(name: str, log: Path, exclusive: bool, hold_s: float, need: int = 0,
-           device: Device = FAKE_GPU, resize: int = 0, until: Path | None = None) -> subprocess.Popen:
-    """A process holding the lease for ``hold_s`` once admitted (after ``until`` exists, if given)."""
+def holder(name: str, log: Path, exclusive: bool, hold_s: float, need: int = 0, device: Device = FAKE_GPU,
+           resize: int = 0, until: Path | None = None, resize_after: Path | None = None) -> subprocess.Popen:
+    """A process holding the lease for ``hold_s`` once admitted (after ``until`` exists, if given), resizing its
+    reservation to ``resize`` bytes (once ``resize_after`` exists, if given)."""
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     return subprocess.Popen([sys.executable, "-c", HOLDER, device.model_dump_json(), "x" if exclusive else "s",
-                             str(need), str(hold_s), str(log), name, str(resize), str(until or "")], env=env)
+                             str(need), str(hold_s), str(log), name, str(resize), str(until or ""),
+                             str(resize_after or "")], env=env)
+
+
+def marker(log: Path, name: str, state: str) -> Path:
+    """The file a holder writes once it is ``state`` ("holding" or "waiting")."""
+    return Path(f"{log}.{name}.{state}")
+
+
+def wait_for_marker(log: Path, name: str, state: str, timeout_s: float = 60) -> None:
+    """Orders process starts by what the holders did, not by sleeps (a loaded machine starts them slowly)."""
+    deadline = time.monotonic() + timeout_s
+    while not marker(log, name, state).exists():
+        assert time.monotonic() < deadline, f"{name} was not {state} within {timeout_s} s"
+        time.sleep(0.02)
 
 
 def wait_for_holders(count: int, timeout_s: float = 60) -> None:
@@ -85,8 +105,8 @@ def run_all(*procs: subprocess.Popen) -> None:
 
 def test_exclusive_holders_take_turns(cache, tmp_path):
     log = tmp_path / "log"
-    first = holder("a", log, exclusive=True, hold_s=1.0)
-    time.sleep(0.4)
+    first = holder("a", log, exclusive=True, hold_s=0.2, until=marker(log, "b", "waiting"))
+    wait_for_marker(log, "a", "holding")
     run_all(first, holder("b", log, exclusive=True, hold_s=0.2))
     rows = spans(log)
     assert not overlap(rows["a"], rows["b"])
@@ -103,10 +123,10 @@ def test_shared_holders_run_side_by_side(cache, tmp_path):
 
 def test_a_check_waits_for_timing_and_timing_waits_for_checks(cache, tmp_path):
     log = tmp_path / "log"
-    check_a = holder("check a", log, exclusive=False, hold_s=1.2)
-    time.sleep(0.4)
-    timing = holder("timing", log, exclusive=True, hold_s=0.8)
-    time.sleep(0.4)
+    check_a = holder("check a", log, exclusive=False, hold_s=0.2, until=marker(log, "timing", "waiting"))
+    wait_for_marker(log, "check a", "holding")
+    timing = holder("timing", log, exclusive=True, hold_s=0.2, until=marker(log, "check b", "waiting"))
+    wait_for_marker(log, "timing", "waiting")
     check_b = holder("check b", log, exclusive=False, hold_s=0.2)  # arrives after the timing asked: waits
     run_all(check_a, timing, check_b)
     rows = spans(log)
@@ -117,8 +137,8 @@ def test_a_check_waits_for_timing_and_timing_waits_for_checks(cache, tmp_path):
 
 def test_checks_are_admitted_only_while_their_memory_fits(cache, tmp_path):
     log = tmp_path / "log"
-    big = holder("big", log, exclusive=False, hold_s=1.2, need=6 * GIB)
-    time.sleep(0.4)
+    big = holder("big", log, exclusive=False, hold_s=0.2, need=6 * GIB, until=marker(log, "second", "waiting"))
+    wait_for_marker(log, "big", "holding")
     run_all(big, holder("second", log, exclusive=False, hold_s=0.1, need=6 * GIB),
             holder("small", log, exclusive=False, hold_s=0.1, need=GIB))
     rows = spans(log)
@@ -137,14 +157,14 @@ def test_a_reservation_resized_to_the_measured_need_lets_the_next_run_in(cache, 
     it resizes the reservation to what the check needs, and the next run is admitted beside it."""
     log, release = tmp_path / "log", tmp_path / "release"
     first = holder("first", log, exclusive=False, hold_s=0.1, need=lease.memory_need(FAKE_GPU, "never seen"),
-                   resize=GIB, until=release)
+                   resize=GIB, until=release, resize_after=marker(log, "second", "waiting"))
     wait_for_holders(1)  # the first run holds its reservation
     second = holder("second", log, exclusive=False, hold_s=0.1, need=6 * GIB)
     wait_for_holders(2)  # admitted beside the first, once it resized
     release.touch()
     run_all(first, second)
     rows = spans(log)
-    assert rows["second"]["waited"] and rows["second"]["start"] >= rows["first"]["start"] + 1.0
+    assert rows["second"]["waited"] and rows["second"]["start"] >= rows["first"]["resized"]
     assert overlap(rows["first"], rows["second"]), "the resized reservation still kept the device"
 
 
