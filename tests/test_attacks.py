@@ -62,6 +62,7 @@ CHEATING = [
     ("listed shapes only", "softmax", "shape_listed_columns", "fail: mismatch", "outside the bound"),
     ("global floor", "row_scales", "floor_small_rows_bf16", "fail: mismatch", "outside the bound"),
     ("global floor", "row_scales", "floor_small_rows_fp16", "fail: mismatch", "outside the bound"),
+    ("output buffer holding the answer", "buffer_holds_answer", "buffer_untouched", "fail: mismatch", "NaN or Inf"),
 ]
 
 # (problem, honest candidate, a finding the result must have or "")
@@ -83,6 +84,7 @@ HONEST = [
     ("kb_relu_inplace.py", OWN_MODEL, "output_buffers"),
     ("kb_relu_inplace.py", "honest_kb_relu_not_inplace", ""),
     ("row_scales", "honest_row_scales", ""),
+    ("buffer_holds_answer", "honest_buffer_written", "output_buffers"),
 ]
 
 

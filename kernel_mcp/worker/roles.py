@@ -124,8 +124,11 @@ def _reads(run: Callable[[Any], Any], data: Any, index: int, output: Any, after:
 
 
 def rerun(run: Callable[[Any], Any], data: Any, roles: Roles) -> TaskRun:
-    """The reference on a copy of ``data`` (its poisoned inputs filled in), with the roles already found."""
-    copy = _copy(data, set(roles.written), None)
+    """The reference on a copy of ``data`` (its poisoned inputs filled in), with the roles already found. The
+    poisoned inputs are copied too, not only those seen written: a buffer that held the answer before the
+    first run (recycled memory) is not seen written, and writing into it here would hand the candidate the
+    answer in place of the poison (tests/fixtures/attacks/buffer_holds_answer)."""
+    copy = _copy(data, set(roles.written) | set(roles.poisoned()), None)
     output = run(copy)
     leaves = [t for _, t in tensors.leaves(copy)]
     return TaskRun(roles=roles, output=output, after={i: leaves[i] for i in roles.compared_after()})
