@@ -53,14 +53,14 @@ def candidate_file(problem: Path, folder: Path, kind: str) -> Path:
     return candidate
 
 
-def row_of(level: int, problem: Path, result, seconds: float) -> dict:
+def row_of(level: int, problem: Path, result) -> dict:
+    """A problem's row (run_jobs adds the seconds it took)."""
     check = getattr(result, "check", None)  # a ProfileResult holds its check, and the judge's memory there
     memory = result.memory if check is None and hasattr(result, "memory") else (check.memory if check else None)
     failing = next((f for f in reversed(result.findings) if f.severity == "error" or f.code == "degenerate_problem"),
                    None)
     precision = next((f.message for f in result.findings if f.code == "precision"), "")
     return {"level": level, "problem": problem.name, "verdict": result.verdict, "passed": result.passed,
-            "seconds": round(seconds, 2),
             "reference_peak": memory.reference_peak_bytes if memory else None,
             "judge_peak": memory.judge_peak_bytes if memory else None,
             "check_need": memory.check_need_bytes if memory else None,
@@ -77,7 +77,7 @@ def run_all(args) -> list[dict]:
     def one(item: tuple[int, Path]) -> dict:
         level, problem = item
         result = run_one(args, problem, candidate_file(problem, folder, args.candidate))
-        return {"candidate": args.candidate, **row_of(level, problem, result, 0.0)}
+        return {"candidate": args.candidate, **row_of(level, problem, result)}
 
     return run_jobs([({"level": level, "problem": p.name}, (level, p)) for level, p in todo], one, out, args.jobs,
                     args.budget_s)

@@ -71,11 +71,6 @@ class CaseResult(BaseModel):
     benchmark: dict[str, float | None] = Field(default_factory=dict)
 
 
-# Why a check failed, where a measurement in the judge tells more than the failure kind (check_run.py,
-# worker/causes.py). A failure without one of these has its kind (mismatch, mutation, crash...) as its cause.
-Cause = Literal["unordered_stream", "fresh_seed_only", "sign_dependent", "listed_shapes_only",
-                "reduced_precision", "approximation", "nonfinite"]
-
 
 class BenchmarkVerdict(BaseModel):
     """What the benchmark a problem comes from would say by its own contract (KernelBench's allclose against
@@ -113,7 +108,7 @@ class CheckResult(BaseModel):
     cases: list[CaseResult] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     problem_degenerate: bool = False
-    cause: str = ""  # a failure's likeliest cause: a Cause where the judge measured one, else the failure kind
+    cause: str = ""  # a failure's likeliest cause, measured (worker/causes.py), else the failure kind
     benchmark: list[BenchmarkVerdict] = Field(default_factory=list)  # the benchmark's own contract, beside ours
     memory: MemoryUse | None = None
     seconds: float = 0.0

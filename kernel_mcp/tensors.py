@@ -150,6 +150,15 @@ def describe(t: Any) -> str:
 DIGEST_CHUNK = 1 << 22  # elements digested at a time: int64 temporaries of 32 MiB
 
 
+def float64_pieces(a: torch.Tensor, b: torch.Tensor):
+    """Aligned pieces of DIGEST_CHUNK elements of two tensors of one shape, both in float64 on ``a``'s device
+    (``b`` may wait in host memory): a whole-tensor float64 copy of a large output would not fit beside it."""
+    x, y = a.detach().reshape(-1), b.detach().reshape(-1)
+    for start in range(0, x.numel(), DIGEST_CHUNK):
+        piece = x[start:start + DIGEST_CHUNK].to(torch.float64)
+        yield piece, y[start:start + DIGEST_CHUNK].to(piece.device, torch.float64)
+
+
 def digest(tree: Any) -> list[int]:
     """One integer per tensor leaf: the sum of its elements' bits, each weighted by its position (int64,
     wrapping). Equal bits give equal digests in any process and on any device (integer sums do not depend

@@ -65,8 +65,8 @@ def _accepted(rt: ReferenceRuntime, params: dict) -> bool:
 
 @dataclass
 class CaseRunner:
-    """Cases through one started session, each with its own call id; ``late`` counts the calls whose output
-    changed after they returned (candidate_host._run)."""
+    """Cases through one started session, each with its own call id (``calls`` so far), judged with the
+    benchmark's own ``rules`` beside ours."""
 
     rt: ReferenceRuntime
     session: CandidateSession

@@ -109,9 +109,7 @@ def nearest_variant(out: torch.Tensor, truth: torch.Tensor, run64: Callable[[Tor
 def _distance(a: torch.Tensor, b: torch.Tensor) -> float:
     """||a - b|| in float64 over the finite elements of both, in pieces (memory)."""
     total = 0.0
-    x, y = a.detach().reshape(-1), b.detach().reshape(-1)
-    for start in range(0, x.numel(), 1 << 22):
-        p = x[start:start + (1 << 22)].to(torch.float64)
-        d = p - y[start:start + (1 << 22)].to(p.device, torch.float64)
+    for x, y in tensors.float64_pieces(a, b):
+        d = x - y
         total += float(torch.where(torch.isfinite(d), d, 0.0).square().sum())
     return math.sqrt(total)
