@@ -7,7 +7,6 @@ from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 # results (pydantic) and render are imported inside the commands: a one-shot check starts its judge before
 # paying for them (worker/client.prestart), and that judge's own start-up then runs alongside those imports
@@ -253,6 +252,7 @@ def calibrate(as_json: bool = JSON_OPT) -> None:
     and cache them for the roofline."""
     from kernel_mcp.tools.calibrate import cache_file
     from kernel_mcp.tools.calibrate import calibrate as run
+    from kernel_mcp.render import FitTable
     from kernel_mcp.results import UsageError
     try:
         result = run(on_progress=None if as_json else _Progress())
@@ -261,7 +261,7 @@ def calibrate(as_json: bool = JSON_OPT) -> None:
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=1) + "\n")
         return
-    table = Table("ceiling", "measured")
+    table = FitTable("ceiling", "measured")
     for mix, rate in result.bandwidth_by_mix.items():
         best = " (the roof)" if rate == result.bandwidth_bytes_per_s else ""
         table.add_row(f"bandwidth, {mix}", f"{rate / 1e12:.2f} TB/s{best}")

@@ -4,20 +4,28 @@ reason, and what to do next."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from kernel_mcp.cli import app, err
 
-NEXT_STEPS = (
-    "write your own: copy problems/vector_add/baseline.py, change it, `kernel-mcp check problems/vector_add YOURS.py`",
-    "time it: `kernel-mcp profile problems/vector_add YOURS.py` (on a GPU: also `kernel-mcp roofline`)",
-    "search unattended: `kernel-mcp optimize problems/vector_add --budget 5m`",
-    "give your coding agent the tools: `kernel-mcp install claude-code` (or codex, cursor)",
-)
+def next_steps() -> list[str]:
+    """What to do next, as commands that run where the demo ran (a fresh folder, no clone): a bundled problem
+    is reached by its name; a file to copy by its bundled path."""
+    from kernel_mcp.problem import bundled_problem
+    folder = bundled_problem("vector_add")
+    if folder is None:  # an install without its problems: the demo has shown nothing to build on
+        return ["give your coding agent the tools: `kernel-mcp install claude-code` (or codex, cursor)"]
+    baseline = shlex.quote(str(folder / "baseline.py"))
+    return [
+        f"write your own: `cp {baseline} mine.py`, change it, then `kernel-mcp check vector_add mine.py`",
+        "time it: `kernel-mcp profile vector_add mine.py` (on a GPU: also `kernel-mcp roofline vector_add mine.py`)",
+        "search unattended: `kernel-mcp optimize vector_add --budget 3m`",
+        "give your coding agent the tools: `kernel-mcp install claude-code` (or codex, cursor)",
+    ]
 
 
 @app.command()
@@ -26,6 +34,7 @@ def demo(device: str = typer.Option("auto", help="auto | cpu | cuda"),
     """Check every bundled problem's baseline kernel, and catch one wrong kernel per problem (no GPU or API
     key needed). Exit 0 when every baseline passes and every wrong kernel fails."""
     from kernel_mcp.assets import bundled_problems
+    from kernel_mcp.render import FitTable
     from kernel_mcp.tools.check import check as run
     baselines, caught = [], []
     for folder in bundled_problems():
@@ -41,19 +50,21 @@ def demo(device: str = typer.Option("auto", help="auto | cpu | cuda"),
                                      "caught": [r.model_dump() for r in caught]}, indent=1) + "\n")
         raise typer.Exit(0 if good else 1)
     out = Console()
-    table = Table("problem", "baseline", "device", "cases", "worst err / bound", "seconds", title="baselines (must pass)")
+    table = FitTable("problem", "baseline", "device", "cases", "worst err / bound", "seconds", prose=("problem",),
+                     title="baselines (must pass)")
     for r in baselines:
         worst = max((c.max_error_in_bounds for case in r.cases for c in case.comparisons), default=0.0)
         table.add_row(r.problem, f"[{'green' if r.passed else 'red'}]{r.verdict}[/]", r.device,
                       f"{sum(c.passed for c in r.cases)}/{len(r.cases)}", f"{worst:.3g}", f"{r.seconds:.1f}")
     out.print(table)
-    table = Table("problem", "wrong kernel", "verdict", "why", title="wrong kernels (must be caught)")
+    table = FitTable("problem", "wrong kernel", "verdict", "why", prose=("problem", "wrong kernel", "verdict", "why"),
+                     title="wrong kernels (must be caught)")
     for r in caught:
         why = next((f.message for f in r.findings if f.severity == "error"), "")
         table.add_row(r.problem, r.candidate.rsplit("/", 1)[-1], f"[{'red' if r.passed else 'green'}]{r.verdict}[/]",
                       why[:160])
     out.print(table)
     out.print("next:")
-    for step in NEXT_STEPS:
-        out.print(f"  - {step}", markup=False)
+    for step in next_steps():
+        out.print(f"  - {step}", markup=False, soft_wrap=True)  # not cut into lines: each command is copied whole
     raise typer.Exit(0 if good else 1)

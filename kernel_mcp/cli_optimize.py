@@ -29,10 +29,8 @@ def optimize(problem: Optional[Path] = typer.Argument(None, help="problem folder
              as_json: bool = JSON_OPT) -> None:
     """Search for a faster kernel unattended: baseline, tune, model proposals; each checked, timed, kept.
     Exit 0 when the run ends with a checked best kernel, 1 otherwise, 2 on usage errors."""
-    from kernel_mcp.agent.command import OptimizeRequest
-    from kernel_mcp.agent.command import optimize as run_optimize
+    from kernel_mcp.agent.command import OpenedRun, OptimizeRequest
     from kernel_mcp.agent.progress import LiveView
-    from kernel_mcp.agent.report import report as write_report
     from kernel_mcp.results import UsageError
     if (problem is None) == (resume is None):
         _usage_error(UsageError("give a PROBLEM, or --resume RUN (not both)"))
@@ -40,20 +38,41 @@ def optimize(problem: Optional[Path] = typer.Argument(None, help="problem folder
                               islands=islands, budget=budget, until_sol=until_sol, run=str(run) if run else None,
                               resume=str(resume) if resume else None, device=device, timing_s=timing, shapes=shapes,
                               gpus=gpus, cluster=cluster)
-    try:
-        if as_json:
-            summary = run_optimize(request)
-        else:
-            with LiveView(err) as view:
-                summary = run_optimize(request, say=view.say, listeners=[view.on_record])
+    try:  # every usage error is found here, before the live view draws anything
+        opened = OpenedRun(request)
     except UsageError as exc:
         _usage_error(exc)
-    written = write_report(summary.run)
+    with opened:
+        try:
+            if as_json:
+                summary = opened.drive()
+            else:
+                with LiveView(err) as view:
+                    summary = opened.drive(say=view.say, listeners=[view.on_record])
+        except KeyboardInterrupt:
+            opened.close()  # its processes end before the report reads the folder
+            _interrupted(opened.path)
+    written = _report(summary.run)
     if as_json:
         sys.stdout.write(summary.model_dump_json(indent=1) + "\n")
     else:
         print_summary(summary, written, Console())
     raise typer.Exit(0 if summary.best and summary.best.speedup else 1)
+
+
+def _report(run: str | Path) -> Path:
+    from kernel_mcp.agent.report import report as write_report
+    return write_report(run)
+
+
+def _interrupted(run: Path) -> None:
+    """Ctrl-C: what the run kept is in its folder; say how to carry on, and write its report as it stands."""
+    err.print(f"\n[yellow]interrupted[/yellow]: resume with  kernel-mcp optimize --resume {run}", soft_wrap=True)
+    try:
+        err.print(f"report as it stands: {_report(run)}", soft_wrap=True)
+    except Exception as exc:  # noqa: BLE001 - a report that cannot be drawn must not hide how to resume
+        err.print(f"(no report: {exc})")
+    raise typer.Exit(130)
 
 
 def print_summary(summary, written: Path, out: Console) -> None:
@@ -64,12 +83,39 @@ def print_summary(summary, written: Path, out: Console) -> None:
             sol = f", {kernel.roofline_percent:.0f}% of speed-of-light" if kernel.roofline_percent else ""
             out.print(f"  {name:<9}{speedup_text(kernel.model_dump())} over the reference{sol}")
             out.print(f"           {kernel.file}", soft_wrap=True, style="dim")
-    if summary.gain_over_baseline:
+    print_decisions(summary, out)
+    if summary.promotions:
         out.print(f"  best / baseline: {summary.gain_over_baseline:.3g}x (95% lower end {summary.gain_low:.3g}x), "
                   f"{summary.promotions} confirmed improvement(s)")
+    if summary.why_no_gain:
+        out.print(f"  no confirmed improvement: {summary.why_no_gain}")
     out.print(f"  {summary.evaluations} evaluations ({summary.failed} failed), ${summary.spend_usd:.4f}, "
               f"{summary.elapsed_s:.0f} s")
-    out.print(f"  report: {written}  (and report.html beside it)")
+    out.print(f"  report: {written}  (and report.html beside it)", soft_wrap=True)
+
+
+SHOWN_DECISIONS = 12  # the console shows the latest; the report has them all
+
+
+def print_decisions(summary, out: Console) -> None:
+    """What the search timed: the A/A run that set the margin, then each comparison with its interval
+    against the lower end it needed, and whether it counted."""
+    from kernel_mcp.agent.decisions import ratio_text, verdict_of
+    from kernel_mcp.render import FitTable
+    found = summary.decisions
+    if not found:
+        return
+    shown = found if len(found) <= SHOWN_DECISIONS else [found[0], *found[-(SHOWN_DECISIONS - 1):]]
+    table = FitTable("#", "what", "change", "speedup [95% CI]", "needs", "result", prose=["change", "result"],
+                     title="timing decisions" + (f" (the latest {len(shown)} of {len(found)}: all in the report)"
+                                                 if len(shown) < len(found) else ""), title_justify="left",
+                     caption="a gain counts when its 95% lower end exceeds what it needs: 1 + the margin the "
+                             "A/A run (the baseline against itself) set", caption_justify="left")
+    for d in shown:
+        measured = ratio_text(d.ratio) if d.ratio else (f"{d.ms:.4g} ms" if d.ms else "-")
+        table.add_row(str(d.step), d.what, d.change, measured, f">{d.needs:.3g}x" if d.needs else "-",
+                      verdict_of(d))
+    out.print(table)
 
 
 @app.command()

@@ -10,7 +10,6 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from kernel_mcp.cli import BUDGET_OPT, CANDIDATE_ARG, DEVICE_OPT, JSON_OPT, PROBLEM_ARG, _emit, _exit_code, app, err
 
@@ -71,10 +70,12 @@ def history(problem: Optional[str] = typer.Argument(None, help="only this proble
 
 
 def _show_history(snaps: list, console: Console) -> None:
+    from kernel_mcp.render import FitTable
     if not snaps:
         console.print("no snapshots yet: `kernel-mcp evaluate PROBLEM CANDIDATE` makes one")
         return
-    table = Table("id", "problem", "candidate", "verdict", "speedup (95% CI)", "% of roof", "author", "note")
+    table = FitTable("id", "problem", "candidate", "verdict", "speedup (95% CI)", "% of roof", "author", "note",
+                     prose=("candidate", "verdict", "author", "note"))
     for s in snaps:
         roof = f"{s.roofline_percent:.0f}%" if s.roofline_percent is not None else "-"
         table.add_row(s.id[:10], s.problem, s.candidate, s.verdict or "-", _speed(s), roof, s.author, s.note[:40])

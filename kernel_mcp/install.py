@@ -12,6 +12,7 @@ the Claude Code plugin and marketplace; see agent_files.py) from the skills; ``-
 """
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Literal
@@ -22,6 +23,7 @@ from kernel_mcp.agent_files import REPO_ROOT, stale_generated, write_generated
 from kernel_mcp.install_clients import claude_code, codex, codex_home, cursor
 from kernel_mcp.install_files import (CODEX_STARTUP_TIMEOUT_S, CODEX_TOOL_TIMEOUT_S, Plan, codex_server_table,
                                       merge_codex_config)
+from kernel_mcp.problem import bundled_names, bundled_problem, workspace_problems
 from kernel_mcp.results import UsageError
 
 __all__ = ["CLIENTS", "CODEX_STARTUP_TIMEOUT_S", "CODEX_TOOL_TIMEOUT_S", "SCOPES", "InstallResult", "codex_home",
@@ -29,6 +31,7 @@ __all__ = ["CLIENTS", "CODEX_STARTUP_TIMEOUT_S", "CODEX_TOOL_TIMEOUT_S", "SCOPES
 
 CLIENTS = ("claude-code", "codex", "cursor")
 SCOPES = ("project", "user")
+PROBLEMS_LISTED = 20  # problems an install names at most (a quick look, said in one note)
 
 
 class InstallResult(BaseModel):
@@ -41,6 +44,7 @@ class InstallResult(BaseModel):
     files: list[str] = Field(default_factory=list)  # absolute paths of the files it manages
     changed: list[str] = Field(default_factory=list)  # the subset whose content changed (empty on a rerun)
     notes: list[str] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)  # the problems root holds, relative to it (as tools take them)
 
 
 def server_command(root: Path) -> list[str]:
@@ -74,8 +78,25 @@ def install(client: str, scope: str = "project", root: Path | str | None = None,
     if scope == "user":
         notes.append(f"the server serves {root_path} in every session; tool paths are relative to it")
     files, changed = plan.apply()
+    problems = workspace_problems(root_path, limit=PROBLEMS_LISTED)
+    notes.append(workspace_note(root_path, problems))
     return InstallResult(client=client, scope=scope, root=str(root_path), command=command, files=files,
-                         changed=changed, notes=notes)
+                         changed=changed, notes=notes, problems=problems)
+
+
+def workspace_note(root: Path, problems: list[str]) -> str:
+    """What the served workspace holds: in a fresh project, nothing, and an agent told only that every path
+    is relative to the workspace would not know that the bundled problems are reachable by name."""
+    names = ", ".join(bundled_names())
+    if problems:
+        first = " (the first found)" if len(problems) >= PROBLEMS_LISTED else ""
+        return (f"the workspace holds {len(problems)} problem(s){first}: {', '.join(problems)}; the tools take "
+                f"these paths, and a bundled problem's name ({names})")
+    example = bundled_problem("vector_add")
+    copy = f" (e.g. `cp -r {shlex.quote(str(example))} my_problem`, then edit it)" if example else ""
+    return (f"the workspace {root} holds no problem yet (no folder with task.yml and reference.py, no KernelBench "
+            f".py file): the tools still reach the bundled problems by name ({names}; e.g. problem \"vector_add\"); "
+            f"to add your own, make a folder here with task.yml and reference.py{copy}")
 
 
 def _main(argv: list[str]) -> int:

@@ -6,6 +6,8 @@ which never imports problem or candidate code. The judge process imports referen
 from __future__ import annotations
 
 import ast
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -13,7 +15,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import ValidationError
 
-from kernel_mcp.results import Finding, UsageError
+from kernel_mcp.assets import bundled_problems
+from kernel_mcp.results import Finding, UsageError, shown
 from kernel_mcp.taskspec import GPU_MODE_KEYS, KernelMcpSpec, TaskFile
 
 KERNELBENCH_DEFAULT_TESTS = [{"seed": 1}, {"seed": 2}]
@@ -82,15 +85,120 @@ def imported_closure(start: Path, local: dict[str, Path]) -> list[Path]:
 
 
 def load_problem(path: str | Path) -> Problem:
-    """Validate and describe a problem; raise UsageError naming the file and key on any defect."""
-    p = Path(path).expanduser().resolve()
-    if not p.exists():
-        raise UsageError(f"problem not found: {path}")
+    """Validate and describe a problem (a path, or a bundled problem's name: resolve_problem_path); raise
+    UsageError naming the file and key on any defect."""
+    p = resolve_problem_path(path)
     if p.is_file() and p.suffix == ".py":
         return _load_kernelbench(p)
     if not p.is_dir():
         raise UsageError(f"{path}: a problem is a folder with task.yml and reference.py, or a KernelBench .py file")
     return _load_folder(p)
+
+
+Locate = Callable[[str], "Path | None"]  # a relative path -> the absolute one, or None when nothing is there
+
+
+def resolve_problem_path(problem: str | Path, where: Path | None = None, locate: Locate | None = None) -> Path:
+    """Where a problem argument points: the one rule of every command and tool (load_problem applies it, and
+    the processes it starts get the absolute path it returns).
+
+    In order: the path itself, so a user's own folder always wins; then, for a bare name or ``problems/NAME``
+    (bare_name), the folder problems/NAME beside it; then the bundled problem NAME, so ``vector_add`` works
+    from any directory. ``locate`` finds a path (default: from the current directory, ``~`` expanded; the
+    server's refuses a path out of its workspace) and ``where`` is where it looks, for the error message.
+    Raises UsageError saying what was looked for and naming the bundled problems."""
+    text = str(problem)
+    name = bare_name(text)
+    for rel in dict.fromkeys([text] + ([f"problems/{name}"] if name else [])):
+        found = (locate or _on_disk)(rel)
+        if found is not None:
+            return found
+    bundled = bundled_problem(name) if name else None
+    if bundled is not None:
+        return bundled
+    raise UsageError(_not_found(text, name, where or Path.cwd()))
+
+
+def bare_name(problem: str) -> str | None:
+    """The name a problem argument can stand for: a bare name (``vector_add``) or ``problems/NAME`` as the
+    README and the demo write it; None for anything else (a ``.py`` file, an absolute or deeper path)."""
+    parts = Path(problem).parts  # "./" and a trailing "/" are gone
+    if len(parts) == 2 and parts[0] == "problems":
+        parts = parts[1:]
+    if len(parts) != 1 or parts[0] in ("..", "~") or parts[0].endswith(".py"):
+        return None
+    return parts[0]
+
+
+def bundled_problem(name: str) -> Path | None:
+    """The bundled problem folder of that name (shipped inside the package by the wheel), if there is one."""
+    return next((folder for folder in _bundled() if folder.name == name), None)
+
+
+def bundled_names() -> list[str]:
+    """The names that reach a bundled problem from anywhere."""
+    return [folder.name for folder in _bundled()]
+
+
+def _bundled() -> list[Path]:
+    try:
+        return bundled_problems()
+    except FileNotFoundError:  # an install without its problems/: nothing to reach by name
+        return []
+
+
+def _on_disk(rel: str) -> Path | None:
+    """The command line's look-up: relative to the current directory, ``~`` expanded."""
+    path = Path(rel).expanduser()
+    return path.resolve() if os.path.exists(path) else None  # os.path: False for a name too long, not a raise
+
+
+def _not_found(problem: str, name: str | None, where: Path) -> str:
+    """What was looked for, where, and the names that would have worked."""
+    names = ", ".join(bundled_names()) or "none in this install"
+    if name is None:
+        return (f"problem not found: {shown(problem)} does not exist in {where} (a bundled problem is reached by "
+                f"its name alone: {names})")
+    beside = "" if problem == f"problems/{name}" else f", nor does problems/{name},"
+    return (f"problem not found: {shown(problem)} does not exist in {where}{beside} and no bundled problem has "
+            f"that name (the bundled ones, by name: {names})")
+
+
+# A look around a workspace, not an index: these folders hold no problems of the user's, or far too many files.
+SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "solutions", "runs", "venv", "env", "build", "dist",
+                             "site-packages"})
+
+
+def workspace_problems(root: Path, depth: int = 3, limit: int = 20, max_folders: int = 2000) -> list[str]:
+    """The problems a workspace holds, as paths relative to it (what the tools take), sorted: folders with
+    task.yml and reference.py, and KernelBench files, at most ``depth`` folders down. Hidden folders and
+    SKIPPED_FOLDERS are not entered; the look stops after ``limit`` problems or ``max_folders`` folders (a
+    home directory served at user scope must not take minutes)."""
+    root = Path(root).resolve()
+    found: list[Path] = []
+    for visited, (folder, subfolders, files) in enumerate(os.walk(root)):
+        here = Path(folder)
+        if {"task.yml", "reference.py"} <= set(files):
+            found.append(here)
+            subfolders.clear()  # a problem's own files are not problems
+        else:
+            found += [here / f for f in sorted(files) if f.endswith(".py") and _is_kernelbench(here / f)]
+            inside = len(here.relative_to(root).parts) < depth
+            subfolders[:] = sorted(d for d in subfolders if inside and not d.startswith(".") and
+                                   d not in SKIPPED_FOLDERS)
+        if len(found) >= limit or visited >= max_folders:
+            break
+    return sorted(p.relative_to(root).as_posix() for p in found[:limit])
+
+
+def _is_kernelbench(file: Path) -> bool:
+    """Whether a Python file is a KernelBench problem (Model, get_inputs, get_init_inputs); cheap for others."""
+    try:
+        if file.stat().st_size > 1 << 20 or b"get_init_inputs" not in file.read_bytes():
+            return False
+        return {"Model", "get_inputs", "get_init_inputs"} <= module_level_names(file)
+    except (OSError, UnicodeDecodeError, UsageError, ValueError):  # unreadable or not Python: not a problem
+        return False
 
 
 def _load_folder(folder: Path) -> Problem:

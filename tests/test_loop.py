@@ -2,16 +2,14 @@
 loopback Anthropic API plays a scripted model that proposes an improving edit, an edit that does not
 apply, a repeat of the best, and a wrong kernel, then runs out of ideas. Real evaluate, profile and git."""
 import json
-import shutil
 
 import pytest
-import yaml
 
 from kernel_mcp.agent.loop import Budget, Optimizer
 from kernel_mcp.agent.run_folder import RunConfig, RunFolder
 from kernel_mcp.agent.runlog import read
 
-from conftest import PROBLEMS
+from conftest import vector_add_on_one_shape
 from fakes.scripted_apis import Move, Scripted
 
 
@@ -20,7 +18,7 @@ def _edit(old, new):
 
 
 MOVES = [
-    Move(call=("propose", {"edit": _edit("BLOCK = 1024  # elements per program", "BLOCK = 8192  # elements per program"),
+    Move(call=("propose", {"edit": _edit("BLOCK = 128  # elements per program", "BLOCK = 1024  # elements per program"),
                            "idea": "fewer, larger programs"})),
     Move(call=("propose", {"edit": _edit("BLOCK = 4096", "BLOCK = 2048"), "idea": "try 2048"})),
     Move(call=("propose", {"edit": _edit("    mask = offs < n", "    mask = offs < n"), "idea": "the same again"})),
@@ -33,11 +31,7 @@ MOVES = [
 @pytest.mark.alone  # promotion follows a CPU timing comparison: nothing may run beside it
 @pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 def test_a_scripted_model_improves_is_refused_and_runs_dry(tmp_path, monkeypatch):
-    problem = tmp_path / "vector_add"
-    shutil.copytree(PROBLEMS / "vector_add", problem)
-    spec = yaml.safe_load((problem / "task.yml").read_text())
-    spec["tests"] = [{"n": 65536, "itemsize": 4, "seed": 7}]  # under the interpreter: time ~ programs
-    (problem / "task.yml").write_text(yaml.safe_dump(spec))
+    problem = vector_add_on_one_shape(tmp_path)  # under the interpreter: time ~ programs
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with Scripted(list(MOVES)) as fake:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
@@ -54,7 +48,7 @@ def test_a_scripted_model_improves_is_refused_and_runs_dry(tmp_path, monkeypatch
     assert [d["role"] for d in done] == ["baseline", "candidate", "candidate"]
     assert promoted == [done[0]["candidate_hash"], done[1]["candidate_hash"]]  # the wrong one never
     assert done[2]["verdict"].startswith("fail") and not done[2]["passed"]
-    assert "8192" in (tmp_path / "run" / "workspace" / "candidates" / f"{promoted[-1]}.py").read_text()
+    assert "BLOCK = 1024" in (tmp_path / "run" / "workspace" / "candidates" / f"{promoted[-1]}.py").read_text()
     sent = [json.dumps(r.body) for r in fake.requests]
     assert any("not applied" in s and "not in the file" in s for s in sent)  # the bad edit, said to the model
     assert any("evaluated before" in s for s in sent)
@@ -75,13 +69,9 @@ def test_a_resumed_run_finishes_what_was_in_flight_and_keeps_its_spend(tmp_path,
     candidate's intent written and no result. Resumed, the loop evaluates that candidate once (and promotes
     it on its confirmed gain), never adds the baseline again, and adds the new turns to the old spend."""
     from kernel_mcp.agent.run_folder import candidate_hash
-    problem = tmp_path / "vector_add"
-    shutil.copytree(PROBLEMS / "vector_add", problem)
-    spec = yaml.safe_load((problem / "task.yml").read_text())
-    spec["tests"] = [{"n": 65536, "itemsize": 4, "seed": 7}]
-    (problem / "task.yml").write_text(yaml.safe_dump(spec))
+    problem = vector_add_on_one_shape(tmp_path)
     baseline = (problem / "baseline.py").read_text()
-    faster = baseline.replace("BLOCK = 1024", "BLOCK = 8192")
+    faster = baseline.replace("BLOCK = 128", "BLOCK = 1024")
     config = RunConfig(problem=str(problem), problem_hash="-", agent="anthropic:claude-opus-4-5")
     with RunFolder.create(tmp_path / "run", config) as folder:  # what the killed process had made durable
         candidates = tmp_path / "run" / "workspace" / "candidates"

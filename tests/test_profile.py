@@ -1,6 +1,8 @@
 """profile on the CPU: the real judge and candidate processes, wall-clock timing, validation while timing,
 and the timing cheats that can be shown without a GPU (tests/test_gpu_profile.py has the rest)."""
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -155,3 +157,23 @@ def test_a_timing_budget_running_out_is_not_the_candidates_failure():
     assert result.passed and not result.trusted and result.speedup is None
     assert result.verdict == "pass (not timed: too few samples)" and not result.verdict.startswith("fail")
     assert [f.code for f in result.findings] == ["timing_incomplete"] and "--budget" in result.findings[0].message
+
+
+def test_the_progress_ends_each_shape_with_the_sample_counts_its_table_shows(honest):
+    """Issue 35: in a log, profile's progress said "1 samples" for a shape its table showed with n=91 (the first
+    running count of a sampling loop, printed once per stage). The last progress line on each shape gives the
+    counts the table gives."""
+    proc = subprocess.run([sys.executable, "-m", "kernel_mcp", "profile", str(PROBLEMS / "vector_add"), str(honest),
+                           "--device", "cpu", "--shapes", "tests", "--budget", "4"], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "COLUMNS": "200"})  # one line a table row
+    assert proc.returncode in (0, 1), proc.stderr
+    said: dict[int, dict[str, int]] = {}
+    for line in proc.stderr.splitlines():
+        shape = re.match(r"\s*shape (\d+)\b", line)
+        if shape:  # the last line on a shape wins
+            counts = re.findall(r"(reference|candidate) (\d+) samples?", line)
+            said[int(shape[1])] = {role: int(n) for role, n in counts}
+    rows = [re.findall(r"\(n=(\d+)\)", line) for line in proc.stdout.splitlines() if "(n=" in line]
+    assert len(rows) == 5, proc.stdout
+    for i, (candidate, reference) in enumerate(rows):
+        assert said.get(i) == {"reference": int(reference), "candidate": int(candidate)}, (proc.stderr, proc.stdout)

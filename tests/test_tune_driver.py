@@ -1,50 +1,53 @@
 """The tune agent end to end on the CPU (Triton's interpreter), with the real profile tool: a copy of the
-bundled vector_add whose one test shape has 65,536 elements, so that under the interpreter the time is
-the number of programs (n / BLOCK): the best BLOCK is known to be the largest tried, 8192."""
-import shutil
+bundled vector_add whose one test shape has 16,384 elements, so that under the interpreter the time is
+the number of programs (n / BLOCK): from the baseline's BLOCK 128 each doubling up to the search's largest
+value, 1024, is ~1.9x faster. What a loaded machine still guarantees is asserted: the search moves on a
+significant gain and only on one, the first steps (~1.9x each) are far above any noise, and the winner is
+confirmed afresh; not that a quiet CPU reached the same last step."""
 import time
 
 import pytest
-import yaml
 
 from kernel_mcp.agent.tune.driver import Tuner
+from kernel_mcp.agent.tune.search import DELTA
 from kernel_mcp.results import ProfileSettings
 
-from conftest import PROBLEMS
+from conftest import PROBLEMS, vector_add_on_one_shape
 
 
-def _vector_add_with_a_known_best(tmp_path):
-    problem = tmp_path / "vector_add"
-    shutil.copytree(PROBLEMS / "vector_add", problem)
-    spec = yaml.safe_load((problem / "task.yml").read_text())
-    spec["tests"] = [{"n": 65536, "itemsize": 4, "seed": 7}]
-    (problem / "task.yml").write_text(yaml.safe_dump(spec))
-    return problem
+def _moved_only_on_significant_gains(steps, best):
+    """The decision rule, step by step: the search went on from a comparison's configuration (a later
+    comparison is made against it, or it is the winner) exactly when its 95% lower end cleared 1 + DELTA
+    (in this landscape no wave holds two significant gains, so every significant one is taken)."""
+    compares = [s for s in steps if s["what"] == "compare"]
+    for step in compares:
+        moved = step["config"] == best or any(later["against"] == step["config"] for later in compares)
+        significant = step["ratio"] is not None and step["ratio"][1] > 1 + DELTA
+        assert moved == significant, (step, steps)
 
 
 @pytest.mark.alone  # it finds the best block by timing on the CPU
-def test_tune_finds_the_known_best_block_and_confirms_it(tmp_path):
-    problem = _vector_add_with_a_known_best(tmp_path)
-    said = []
+def test_tune_climbs_the_known_landscape_on_significant_gains_and_confirms_its_winner(tmp_path):
+    problem = vector_add_on_one_shape(tmp_path)
+    said, steps = [], []
     tuner = Tuner(problem, problem / "baseline.py", tmp_path / "work", device="cpu", only=["BLOCK"],
-                  settings=ProfileSettings(budget_s=3.0, shapes="tests", min_samples=8), on_progress=said.append)
+                  settings=ProfileSettings(budget_s=3.0, shapes="tests", min_samples=8), on_progress=said.append,
+                  on_step=lambda **step: steps.append(step))
     result = tuner.run()
-    # 64 programs -> 16 or 8: each step is taken only on a significant gain, so under a loaded CPU the last
-    # (16 -> 8 programs) may not be; the winner must be confirmed in a fresh run either way
-    assert result.start == {"BLOCK": 1024} and result.best["BLOCK"] in (4096, 8192), (result, said)
-    assert result.speedup and result.speedup[1] > 1.5
+    assert result.start == {"BLOCK": 128} and result.best["BLOCK"] >= 512, (result, said)  # two ~1.9x steps
+    _moved_only_on_significant_gains(steps, result.best)
+    assert result.speedup and result.speedup[1] > 1.5  # 128 -> 512 is ~3.6x
     best = result.best["BLOCK"]
     assert result.failed == 0 and f"BLOCK = {best}" in (tmp_path / "work" / result.best_file.split("/")[-1]).read_text()
-    assert any("BLOCK 1024 -> 2048" in line for line in said)
-
+    assert any("BLOCK 128 -> 256" in line for line in said)
 
 
 @pytest.mark.alone  # two timing runs at once on the CPU: each worker one core
-def test_on_two_workers_the_tune_compares_side_by_side_and_still_finds_the_known_best(tmp_path):
-    """A pool of two (CPU) workers: the start's two neighbours (BLOCK 512 and 2048) are compared at once,
+def test_on_two_workers_the_tune_compares_side_by_side_and_still_follows_its_rule(tmp_path):
+    """A pool of two (CPU) workers: the start's two neighbours (BLOCK 64 and 256) are compared at once,
     each on its own worker; every comparison timed is told to ``on_step`` once, with its seconds."""
     from kernel_mcp.worker.pool import cpu_pool
-    problem = _vector_add_with_a_known_best(tmp_path)
+    problem = vector_add_on_one_shape(tmp_path)
     steps = []
     pool = cpu_pool(2)
     try:
@@ -54,10 +57,11 @@ def test_on_two_workers_the_tune_compares_side_by_side_and_still_finds_the_known
         result = tuner.run()
     finally:
         pool.close()
-    assert tuner.width == 2 and result.best["BLOCK"] in (4096, 8192) and result.speedup[1] > 1.5, (result, steps)
+    assert tuner.width == 2 and result.best["BLOCK"] >= 256 and result.speedup[1] > 1 + DELTA, (result, steps)
+    _moved_only_on_significant_gains(steps, result.best)
     first, second = steps[0], steps[1]
-    assert {first["config"]["BLOCK"], second["config"]["BLOCK"]} == {512, 2048}
-    assert first["against"] == second["against"] == {"BLOCK": 1024} and first["what"] == "compare"
+    assert {first["config"]["BLOCK"], second["config"]["BLOCK"]} == {64, 256}
+    assert first["against"] == second["against"] == {"BLOCK": 128} and first["what"] == "compare"
     # side by side: each began before the other ended
     assert all(a["ended"] - a["seconds"] < b["ended"] for a, b in ((first, second), (second, first))), steps
     assert sum(w.served for w in pool.workers) >= len(steps) and all(w.served for w in pool.workers)

@@ -93,9 +93,8 @@ def open_run(request: OptimizeRequest) -> tuple[RunFolder, Path]:
             _same_device_kind(config, request.device)
             folder = RunFolder.resume(request.resume)
             return folder, folder.path / "start.py"
-        problem = Path(request.problem)
-        if not problem.exists():
-            raise UsageError(f"problem {problem} does not exist")
+        from kernel_mcp.problem import resolve_problem_path
+        problem = resolve_problem_path(request.problem)  # a path, or a bundled problem's name
         check_agent(request.agent)
         budget = parse_budget(request.budget)
         if request.islands < 1 or request.islands > 16:
@@ -145,30 +144,60 @@ def judge_spares(device: str) -> int:
     return 1 if guess_kind(device) == "cpu" else 4
 
 
+class OpenedRun:
+    """A run ready to drive: its runner and its locked folder (close both with ``close`` or ``with``).
+    Opening is where everything the user got wrong is found: before a live view draws or any work starts."""
+
+    def __init__(self, request: OptimizeRequest):
+        from kernel_mcp.worker.pool import runner_for
+        self.request = request
+        # the runner first: a bad --gpus / --cluster is a usage error before a run folder exists
+        self.runner = runner_for(request.gpus, request.cluster, spares=judge_spares(request.device))
+        self.folder: RunFolder | None = None
+        try:
+            self.folder, self.start = open_run(request)
+            self.path = self.folder.path
+            config = self.folder.config
+            if problem_hash(Path(config.problem)) != config.problem_hash:
+                raise UsageError(f"the problem's files changed since the run started ({config.problem}): "
+                                 "start a new run")
+        except BaseException:
+            self.close()
+            raise
+
+
+    def drive(self, say: Callable[[str], None] | None = None, listeners: list | None = None):
+        """Run the loop to its end; the run's summary (agent/summary.py)."""
+        from kernel_mcp.agent.budget import Budget
+        from kernel_mcp.agent.loop import Optimizer
+        from kernel_mcp.agent.summary import summarize
+        folder, config, request = self.folder, self.folder.config, self.request
+        folder.listeners.extend(listeners or [])
+        if say and self.runner.parallel > 1:
+            say(f"evaluations go to {self.runner.describe()}")
+        Optimizer(folder, config.problem, self.start, config.agent, Budget.model_validate(config.budget),
+                  device=request.device, budget_s=getattr(config, "timing_s", request.timing_s),
+                  shapes=resolved_shapes(config, request.device), runner=self.runner, say=say,
+                  until_sol=config.until_sol).run()
+        return summarize(folder.path)
+
+    def close(self) -> None:
+        """Idempotent: an interrupted run is closed before its report is written, and again on leaving."""
+        runner, folder, self.runner, self.folder = self.runner, self.folder, None, None
+        if runner is not None:
+            runner.close()
+        if folder is not None:
+            folder.close()
+
+    def __enter__(self) -> OpenedRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def optimize(request: OptimizeRequest, say: Callable[[str], None] | None = None,
              listeners: list | None = None):
     """Run (or resume) an optimisation to its end; its summary (agent/summary.py)."""
-    from kernel_mcp.agent.budget import Budget
-    from kernel_mcp.agent.loop import Optimizer
-    from kernel_mcp.agent.summary import summarize
-    from kernel_mcp.worker.pool import runner_for
-    # the runner first: a bad --gpus / --cluster is a usage error before a run folder exists
-    runner = runner_for(request.gpus, request.cluster, spares=judge_spares(request.device))
-    folder = None
-    try:
-        folder, start = open_run(request)
-        config = folder.config
-        if problem_hash(Path(config.problem)) != config.problem_hash:
-            raise UsageError(f"the problem's files changed since the run started ({config.problem}): start a new run")
-        folder.listeners.extend(listeners or [])
-        if say and runner.parallel > 1:
-            say(f"evaluations go to {runner.describe()}")
-        Optimizer(folder, config.problem, start, config.agent, Budget.model_validate(config.budget),
-                  device=request.device, budget_s=getattr(config, "timing_s", request.timing_s),
-                  shapes=resolved_shapes(config, request.device), runner=runner, say=say,
-                  until_sol=config.until_sol).run()
-        return summarize(folder.path)
-    finally:
-        runner.close()
-        if folder is not None:
-            folder.close()
+    with OpenedRun(request) as opened:
+        return opened.drive(say, listeners)

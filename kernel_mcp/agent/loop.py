@@ -15,7 +15,6 @@ apply, or a repeat of an evaluated candidate (the same syntax tree), costs no de
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -195,10 +194,11 @@ class Optimizer:
         for island in self.islands:
             winner = self.state.tuned.get(self.incumbent(island))
             if winner and winner != self.incumbent(island) and winner in self.state.evaluated:
-                from kernel_mcp.agent.tuning import change_text, promote_winner
+                from kernel_mcp.agent.tune.driver import change_between
+                from kernel_mcp.agent.tuning import promote_winner
                 tuned = next(r.model_extra for r in reversed(self.folder.log.of_kind("tuned"))
                              if r.model_extra["start_hash"] == self.incumbent(island))
-                promote_winner(self, island, winner, tuned["speedup"], change_text(tuned["start"], tuned["best"]))
+                promote_winner(self, island, winner, tuned["speedup"], change_between(tuned["start"], tuned["best"]))
 
     def search(self) -> str:
         from kernel_mcp.agent.tuning import tune_incumbent
@@ -236,7 +236,7 @@ class Optimizer:
 
     def elapsed_s(self) -> float:
         """Active seconds over every process that drove the run, up to now."""
-        return self.state.active_s + (max(0.0, time.time() - self.state.last_at) if self.state.last_at else 0.0)
+        return self.state.elapsed_s()
 
     def facts(self, island: str = "0") -> RunFacts:
         """What only the run knows, for the ladder of ``island`` (kernel_mcp/stall.py)."""

@@ -4,15 +4,14 @@ evaluations, spend and time, and what is happening now. Fed by the run folder's 
 the loop's progress lines; it only reads state, so it can never change what the run decides."""
 from __future__ import annotations
 
-import time
 
 from rich.console import Console, Group
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
 from kernel_mcp.agent.runlog import Record
 from kernel_mcp.agent.state import RunState
+from kernel_mcp.render import FitTable
 
 
 def speedup_text(done: dict | None) -> str:
@@ -28,7 +27,6 @@ class LiveView:
         self.state: RunState | None = None
         self.last: dict[str, str] = {}  # island -> last verdict
         self.now = ""
-        self.started = time.monotonic()
         self.live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False)
 
     def __enter__(self) -> LiveView:
@@ -53,8 +51,8 @@ class LiveView:
         self.live.update(self._render())
 
     def _render(self) -> Group:
-        table = Table("island", "best (speedup over reference, 95% CI)", "% of speed-of-light", "last verdict",
-                      title="kernel-mcp optimize", title_justify="left")
+        table = FitTable("island", "best (speedup over reference, 95% CI)", "% of speed-of-light", "last verdict",
+                         prose=["last verdict"], title="kernel-mcp optimize", title_justify="left")
         state = self.state
         for island, key in sorted((state.incumbents if state else {}).items()):
             done = state.evaluated.get(key)
@@ -65,5 +63,5 @@ class LiveView:
         if state:
             spend = f"${state.spend_usd:.2f}" + (f" (+{state.unpriced_turns} unpriced turns)" if state.unpriced_turns else "")
             totals = Text(f"{len(state.evaluated)} evaluations, {len(state.restarts)} restarts, {state.turns} model "
-                          f"turns, {spend}, {time.monotonic() - self.started:.0f} s", style="dim")
+                          f"turns, {spend}, {state.elapsed_s():.0f} s", style="dim")
         return Group(table, totals, Text(self.now, style="cyan"))

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import difflib
 import html
+import re
 from collections import defaultdict
 from pathlib import Path
 
+from kernel_mcp.agent.decisions import ratio_text, verdict_of
 from kernel_mcp.agent.lessons import Lesson, render_brief
 from kernel_mcp.agent.progress import speedup_text
 from kernel_mcp.agent.runlog import Record, read
@@ -37,6 +39,8 @@ def sections(run: Path, summary: RunSummary, records: list[Record], plots: list[
         outcome.append(("p", f"Best over baseline: **{summary.gain_over_baseline:.3g}x** (95% lower end "
                              f"{summary.gain_low:.3g}x; the product of the paired ratios that promoted it), "
                              f"{summary.promotions} confirmed improvement(s)."))
+    if summary.why_no_gain:
+        outcome.append(("p", f"No confirmed improvement: {summary.why_no_gain}."))
     cost = [("table", ["model turns", "tokens (input / output / cache read / cache write / reasoning)", "spend",
                        "per confirmed improvement"],
              [[str(summary.turns), " / ".join(str(summary.tokens.get(k, 0)) for k in
@@ -45,10 +49,25 @@ def sections(run: Path, summary: RunSummary, records: list[Record], plots: list[
                f"${summary.usd_per_improvement:.4f}" if summary.usd_per_improvement is not None else "-"]])]
     mix = [("table", ["verdict", "evaluations"], [[v, str(n)] for v, n in sorted(summary.verdicts.items())])]
     lessons = render_brief([Lesson.model_validate(r.model_extra) for r in records if r.kind == "lesson"])
-    return [("Outcome", outcome), ("Progress", [("img", p) for p in plots]), ("Cost", cost),
+    return [("Outcome", outcome), ("Progress", [("img", p) for p in plots]), ("Timing decisions", search(summary)),
+            ("Cost", cost),
             ("Lineage", [("pre", lineage(records))]), ("Verdicts", mix),
             ("Best kernel against the baseline", [("pre", best_diff(run, summary))]),
             ("Lessons", [("pre", lessons or "(none recorded)")])]
+
+
+def search(summary: RunSummary) -> list[Block]:
+    """Every timing decision: the A/A run that set the margin, each tuner comparison with its interval
+    against the margin it had to clear, and whether it counted."""
+    if not summary.decisions:
+        return [("p", "No timing comparisons were made.")]
+    rows = [[str(d.step), d.island, d.what, d.change, ratio_text(d.ratio) if d.ratio else
+             (f"{d.ms:.4g} ms" if d.ms else "-"), f"> {d.needs:.3g}x" if d.needs else "-", verdict_of(d),
+             f"{d.seconds:.0f}" if d.seconds is not None else "-"] for d in summary.decisions]
+    return [("p", "Each comparison times two kernels interleaved on fresh inputs; a gain counts when its 95% "
+                  "lower end clears 1 + the run's noise margin (from the A/A run)."),
+            ("table", ["step", "island", "what", "change", "speedup (95% CI)", "needs lower end", "result",
+                       "seconds"], rows)]
 
 
 def lineage(records: list[Record]) -> str:
@@ -107,6 +126,13 @@ def to_markdown(title: str, parts: list[tuple[str, list[Block]]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def inline_html(text: str) -> str:
+    """The inline Markdown the report's paragraphs use (**bold**, `code`) as HTML, the rest escaped."""
+    text = html.escape(text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+
+
 def to_html(title: str, parts: list[tuple[str, list[Block]]]) -> str:
     e = html.escape
     out = [f"<!doctype html><meta charset='utf-8'><title>{e(title)}</title>",
@@ -117,7 +143,7 @@ def to_html(title: str, parts: list[tuple[str, list[Block]]]) -> str:
         out.append(f"<h2>{e(heading)}</h2>")
         for block in blocks:
             if block[0] == "p":
-                out.append(f"<p>{e(block[1])}</p>")
+                out.append(f"<p>{inline_html(block[1])}</p>")
             elif block[0] == "table":
                 out.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in block[1]) + "</tr>"
                            + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in block[2])

@@ -19,6 +19,8 @@ candidate evaluated but never judged (a kill in between) is judged on resume.
 """
 from __future__ import annotations
 
+import time
+
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -47,6 +49,12 @@ class RunState(BaseModel):
     last_at: float | None = None  # the last record's wall clock
     finished: str | None = None  # why the run ended, once it has
     delta: float | None = None  # the significance margin from the run's A/A timing (None: not measured yet)
+
+    def elapsed_s(self, now: float | None = None) -> float:
+        """Active seconds over every process that drove the run, up to ``now`` (wall clock) while one drives
+        it: the one elapsed time the live view, the budget and the summary all show."""
+        now = time.time() if now is None else now
+        return self.active_s + (max(0.0, now - self.last_at) if self.last_at is not None and not self.finished else 0.0)
 
 
 def derive(records: list[Record]) -> RunState:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from kernel_mcp.agent.decisions import Decision, decisions, why_no_gain
 from kernel_mcp.agent.run_folder import RunConfig
 from kernel_mcp.agent.runlog import Record, read
 from kernel_mcp.agent.state import RunState, derive
@@ -45,6 +46,8 @@ class RunSummary(BaseModel):
     elapsed_s: float
     usd_per_improvement: float | None
     noise_margin: float | None = None  # delta from the A/A run: a gain counted only above 1 + delta
+    decisions: list[Decision] = []  # the A/A run and every tuner comparison, with the margin each had to clear
+    why_no_gain: str | None = None  # why no improvement was confirmed (None when one was)
 
 
 def kernel_of(run: Path, state: RunState, key: str, island: str = "0", how: str = "") -> Kernel:
@@ -119,6 +122,7 @@ def summarize(run: str | Path) -> RunSummary:
     gains = [r for r in records if r.kind == "promotion" and r.model_extra.get("how") in ("proposal", "tune")]
     baseline = kernel_of(run, state, state.baseline_hash, how="baseline") if state.baseline_hash else None
     best, gain = best_kernel(run, records, state)
+    timed = decisions(records)
     return RunSummary(
         run=str(run), problem=config.problem, agent=config.agent, islands=config.islands, finished=state.finished,
         evaluations=len(done), failed=sum(not d.get("passed") for d in done),
@@ -128,4 +132,5 @@ def summarize(run: str | Path) -> RunSummary:
         spend_usd=round(state.spend_usd, 6), unpriced_turns=state.unpriced_turns, turns=state.turns,
         tokens=state.tokens, elapsed_s=round(state.active_s, 1),
         usd_per_improvement=round(state.spend_usd / len(gains), 6) if gains and state.turns else None,
-        noise_margin=state.delta)
+        noise_margin=state.delta, decisions=timed,
+        why_no_gain=why_no_gain(timed, len(gains), state.delta))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kernel_mcp.agent.lessons import Lesson
-from kernel_mcp.agent.tune.driver import Tuner
+from kernel_mcp.agent.tune.driver import Tuner, change_between
 from kernel_mcp.results import ProfileSettings
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def tune_incumbent(opt: Optimizer, island: str) -> str:
     result = tuner.run(delta=opt.delta)
     best_hash, change = start, ""
     if result.speedup:
-        change = change_text(result.start, result.best)
+        change = change_between(result.start, result.best)
         key, summary = opt.evaluate(open(result.best_file).read(), "tuned", island, idea=f"tune: {change}")
         if summary["passed"] and summary["trusted"]:
             best_hash = key
@@ -57,8 +57,3 @@ def promote_winner(opt: Optimizer, island: str, winner: str, speedup: list[float
     opt.folder.record("lesson", island=island, **Lesson(
         hypothesis="the kernel's parameters were not at their best", change=change, verdict="worked",
         speedup=speedup[0], speedup_ci=speedup[1:], evaluation=len(opt.state.evaluated)).model_dump())
-
-
-def change_text(start: dict[str, int], best: dict[str, int]) -> str:
-    """'BLOCK 1024 -> 8192, num_warps 4 -> 8': what a tune changed."""
-    return ", ".join(f"{k} {start[k]} -> {v}" for k, v in best.items() if start.get(k) != v)

@@ -31,7 +31,7 @@ from kernel_mcp.server.common import ToolSpace
 from kernel_mcp.server.http import BearerAuth, is_loopback, parse_listen, serve_http
 from kernel_mcp.server.instruments import register_instruments
 from kernel_mcp.server.job_tools import register_job_tools
-from kernel_mcp.server.resources import PNG_MAGIC, PROBLEM_URI, register_resources
+from kernel_mcp.server.resources import PNG_MAGIC, PROBLEM_URI, register_resources, resource_name
 from kernel_mcp.server.snapshot_tools import register_snapshot_tools
 from kernel_mcp.worker.runner import LocalRunner, Runner
 from kernel_mcp.worker.sandbox import harden_trusted_process
@@ -56,18 +56,19 @@ def build_server(root: str | Path = ".", runner: Runner | None = None) -> MCPSer
     register_job_tools(server, space, runner, JobBoard())
     register_snapshot_tools(server, space)
     register_resources(server, space)
-    _register_prompts(server)
+    _register_prompts(server, space)
     return server
 
 
-def _register_prompts(server: MCPServer) -> None:
+def _register_prompts(server: MCPServer, space: ToolSpace) -> None:
     optimize = load_prompt("optimize_kernel")  # read once: a missing file fails the start, not a session
 
     @server.prompt(title="Optimize a GPU kernel")
     def optimize_kernel(problem: str, candidate: str) -> str:
         """The iteration loop for one problem: compile, evaluate (or its job form), read the roofline and
         findings, status."""
-        return optimize.format(problem=problem, candidate=candidate)
+        # the tools take the problem as given; the resources' URIs name it as the README documents them
+        return optimize.format(problem=problem, candidate=candidate, name=resource_name(space, problem))
 
 
 def main(root: str = ".", runner: Runner | None = None) -> None:

@@ -56,6 +56,18 @@ class ToolSpace(Workspace):
         with tool_errors():
             return super().path(name, must_exist)
 
+    def problem(self, name: str) -> Path:
+        """A problem argument, by the rule of the command line (kernel_mcp.problem.resolve_problem_path): a path
+        in the workspace first (one that leads out is refused, never replaced by a bundled problem), then the
+        workspace's problems/NAME, then the bundled problem NAME."""
+        from kernel_mcp.problem import resolve_problem_path  # yaml and pydantic: not on the server's start
+
+        def locate(rel: str) -> Path | None:
+            full = self.path(rel, must_exist=False)  # refused before anything is looked at, if it leads out
+            return full if full.exists() else None
+        with tool_errors():
+            return resolve_problem_path(name, where=self.root, locate=locate)
+
 
 async def run_blocking(ctx: Context | None, work: Callable[[Callable], Any]) -> Any:
     """Run a blocking instrument in a worker thread, forwarding its progress as notifications to the

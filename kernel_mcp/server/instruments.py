@@ -63,7 +63,7 @@ def _settings(device: str, budget_s: float, shapes: Shapes) -> ProfileSettings:
 def profile_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, baseline: str | None,
                  device: str, budget_s: float, shapes: Shapes, detail: bool) -> Work:
     from kernel_mcp.tools.profile import profile
-    prob, cand = space.path(problem), space.path(candidate)
+    prob, cand = space.problem(problem), space.path(candidate)
     base = space.path(baseline) if baseline else None
     settings = _settings(device, budget_s, shapes)
 
@@ -77,7 +77,7 @@ def profile_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: s
 def roofline_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, device: str,
                   png: str | None, budget_s: float, shapes: Shapes, detail: bool) -> Work:
     from kernel_mcp.tools.roofline import roofline
-    prob, cand = space.path(problem), space.path(candidate)
+    prob, cand = space.problem(problem), space.path(candidate)
     chart = space.path(png, must_exist=False) if png else None
     settings = _settings(device, budget_s, shapes)
 
@@ -91,7 +91,7 @@ def roofline_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: 
 def evaluate_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, device: str,
                   budget_s: float, shapes: Shapes, author: str, note: str, parent: str | None, detail: bool) -> Work:
     from kernel_mcp.tools.evaluate import evaluate
-    prob, cand = space.path(problem), space.path(candidate)
+    prob, cand = space.problem(problem), space.path(candidate)
     _settings(device, budget_s, shapes)  # evaluate derives its own from budget_s and shapes
 
     def work(progress) -> EvaluateSummary:
@@ -135,7 +135,7 @@ def _register_check_and_compile(server: MCPServer, space: ToolSpace, runner: Run
         """Does the candidate compute the problem's function? Runs every test plus secret-seeded copies in a
         sandbox and judges each output against a float64 reference with derived tolerances."""
         from kernel_mcp.tools.check import check as run
-        prob, cand = space.path(problem), space.path(candidate)
+        prob, cand = space.problem(problem), space.path(candidate)
         return await run_blocking(ctx, lambda progress: run(prob, cand, device=device, on_progress=progress,
                                                             runner=runner))
 
@@ -147,7 +147,7 @@ def _register_check_and_compile(server: MCPServer, space: ToolSpace, runner: Run
         counts and asm in the detail). Compact summary; detail=true adds the full result under `detail`."""
         from kernel_mcp.tools.compile import compile as run
         cand = space.path(candidate)
-        prob = space.path(problem) if problem else None
+        prob = space.problem(problem) if problem else None
         result = await run_blocking(ctx, lambda progress: run(cand, problem=prob, targets=targets, asm=asm,
                                                               on_progress=progress, runner=runner))
         return summarize_compile(result, detail)

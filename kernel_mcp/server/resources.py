@@ -1,5 +1,8 @@
 """Read-only views of the workspace as MCP resources: a problem's statement and reference, the best kernel
-found so far and its roofline chart, and PNG charts the roofline tool wrote."""
+found so far and its roofline chart, and PNG charts the roofline tool wrote.
+
+A problem is named as the tools take it (ToolSpace.problem): ``kernel://problems/vector_add/description`` reads
+the workspace's vector_add, else its problems/vector_add, else the bundled vector_add."""
 from __future__ import annotations
 
 import os
@@ -11,7 +14,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from kernel_mcp.results import UsageError
 from kernel_mcp.server.common import ToolSpace
 
-PROBLEM_URI = "kernel://problems/{+problem}/"  # {+...}: a problem may sit in a subfolder (problems/vector_add)
+PROBLEM_URI = "kernel://problems/{+problem}/"  # {+...}: a problem may be a path (problems/vector_add, kb/19.py)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -21,8 +24,8 @@ def register_resources(server: MCPServer, space: ToolSpace) -> None:
     def problem_at(problem: str):
         from kernel_mcp.problem import load_problem
         try:
-            return load_problem(_inside(space, problem))
-        except UsageError as exc:
+            return load_problem(space.problem(problem))
+        except (UsageError, ToolError) as exc:
             raise ResourceError(str(exc)) from None
 
     def best(problem: str, name: str | None = None):
@@ -40,7 +43,8 @@ def register_resources(server: MCPServer, space: ToolSpace) -> None:
     @server.resource(PROBLEM_URI + "reference", mime_type="text/x-python")
     def reference(problem: str) -> str:
         """The reference implementation the candidate is checked and timed against."""
-        return _inside(space, problem_at(problem).reference_file).read_text()
+        prob = problem_at(problem)
+        return _readable(space, prob, prob.reference_file).read_text()
 
     @server.resource(PROBLEM_URI + "task", mime_type="application/yaml")
     def task(problem: str) -> str:
@@ -48,7 +52,7 @@ def register_resources(server: MCPServer, space: ToolSpace) -> None:
         prob = problem_at(problem)
         if prob.kind != "gpumode":
             raise ResourceError(f"{problem} is a KernelBench file: it has no task.yml (read its reference)")
-        return _inside(space, prob.path / "task.yml").read_text()
+        return _readable(space, prob, prob.path / "task.yml").read_text()
 
     @server.resource(PROBLEM_URI + "best", mime_type="text/x-python")
     def best_kernel(problem: str) -> str:
@@ -73,6 +77,28 @@ def register_resources(server: MCPServer, space: ToolSpace) -> None:
         if not data.startswith(PNG_MAGIC):
             raise ResourceError(f"{path} is not a PNG file")
         return data
+
+
+def resource_name(space: ToolSpace, problem: str) -> str:
+    """How the resources name ``problem``: by its name (``vector_add``, the form the README documents) where
+    the name finds the same problem, else as given (a KernelBench file, a name another folder shadows)."""
+    name = Path(problem).name
+    if not name or name == problem:
+        return problem
+    try:
+        return name if space.problem(name) == space.problem(problem) else problem
+    except ToolError:  # not found: the prompt still names it as given, and the read will say why
+        return problem
+
+
+def _readable(space: ToolSpace, prob, file: Path) -> Path:
+    """A file of ``prob`` to show: inside the workspace, or inside the bundled problem's folder in the package
+    (a bundled problem is read from there; a workspace's file linked out of it is still refused)."""
+    from kernel_mcp.problem import bundled_problem
+    home = bundled_problem(prob.path.name)
+    if home is not None and prob.path == home.resolve() and Path(file).resolve().is_relative_to(prob.path):
+        return Path(file).resolve()
+    return _inside(space, file)
 
 
 def _inside(space: ToolSpace, name: str | Path) -> Path:

@@ -45,6 +45,7 @@ class Reporter:
 
     def progress(self, message: str, done: int = 0, total: int = 0) -> None:
         """A step worth telling (a case, a shape): always sent."""
+        self.last_tick = time.monotonic()  # a loop's first tick waits TICK_S after its step: not "1 sample"
         self.note_memory()
         self.send(Progress(message=message, done=done, total=total))
 
@@ -54,10 +55,8 @@ class Reporter:
         self.send(Progress(message=message, memory_need_bytes=memory_bytes, seconds_need=seconds))
 
     def tick(self, message: str, done: int = 0, total: int = 0) -> None:
-        """Inside a loop (samples): sent at most once every TICK_S."""
-        now = time.monotonic()
-        if now - self.last_tick >= TICK_S:
-            self.last_tick = now
+        """Inside a loop (samples): sent at most once every TICK_S, and TICK_S after any other message."""
+        if time.monotonic() - self.last_tick >= TICK_S:
             self.progress(message, done, total)
 
     def note_memory(self) -> None:

@@ -217,8 +217,10 @@ class Profiler:
                 value = self.sample(who, params)
                 if value is not None:
                     who.samples.append(value)
-            self.reporter.tick(f"shape {index}: " + ", ".join(
-                f"{w.role} {len(w.samples)} samples" for w in contestants), index, 0)
+            self.reporter.tick(f"shape {index}: {_counts(contestants)} so far", index, 0)
+        # always, and last: a log keeps one line a stage, and a sampling loop's first running count ("1 sample")
+        # must not be the last word on a shape whose table shows n=91
+        self.reporter.progress(f"shape {index} timed: {_counts(contestants)}", index, 0)
         if self.device.startswith("cuda"):
             for who in contestants:
                 for _ in range(s.kernel_calls if not who.failure else 0):
@@ -247,6 +249,11 @@ class Profiler:
             return float(reply.figures["graph_ms"]) if reply.kind == "output" else None
         except Exception:  # noqa: BLE001  (capture is not possible for every kernel: then no figure)
             return None
+
+
+def _counts(contestants: list[Contestant]) -> str:
+    """The usable samples of each contestant: what a shape's table row shows as n."""
+    return ", ".join(f"{w.role} {len(w.samples)} sample{'' if len(w.samples) == 1 else 's'}" for w in contestants)
 
 
 def run_profile(judging: Judging) -> ProfileResult:

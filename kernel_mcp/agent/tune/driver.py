@@ -128,7 +128,7 @@ class Tuner:
         against the start (``even_if_stopped``), run even once the run's budget is spent: without them a
         search cut off by the budget would throw away every gain it found (the overrun is two comparisons;
         a Ray run on the H200 lost a whole halving that way, 2026-12-03)."""
-        self.say(f"tune: {_changed(a, b)}")
+        self.say(f"tune: {change_between(a, b)}")
         files = [self.file_of(a), self.file_of(b)]
 
         def run() -> dict[str, Any]:
@@ -188,5 +188,6 @@ class Tuner:
                           measured=trace.measured, failed=self.failed)
 
 
-def _changed(a: Config, b: Config) -> str:
+def change_between(a: Config, b: Config) -> str:
+    """'BLOCK 1024 -> 8192, num_warps 4 -> 8': what differs from a to b."""
     return ", ".join(f"{k} {a[k]} -> {b[k]}" for k in b if a.get(k) != b[k]) or "the same configuration"
