@@ -67,7 +67,7 @@ def test_second_compile_is_a_cache_hit_and_a_change_is_not(tmp_path):
     again = compile(candidate, problem=PROBLEMS / "vector_add", targets=["sm_90a"])
     assert first.ok and not first.cached and again.cached
     assert again.builds == first.builds
-    candidate.write_text(candidate.read_text().replace("BLOCK = 1024", "BLOCK = 512"))
+    candidate.write_text(candidate.read_text().replace("BLOCK = 128", "BLOCK = 512"))
     changed = compile(candidate, problem=PROBLEMS / "vector_add", targets=["sm_90a"])
     assert not changed.cached and changed.builds[0].signature == first.builds[0].signature
 

@@ -69,7 +69,6 @@ def _wait_for(predicate, process, seconds):
     return False
 
 
-@pytest.mark.alone  # the tuner's measured speedup is asserted
 def test_tune_killed_mid_search_resumes_without_rerunning_anything_and_reports(tmp_path, vector_add):
     run = tmp_path / "run"
     args = [vector_add, "--device", "cpu", "--timing", "3", "--budget", "10m", "--run", run, "--json"]

@@ -1,5 +1,6 @@
 """profile on the CPU: the real judge and candidate processes, wall-clock timing, validation while timing,
-and the timing cheats that can be shown without a GPU (tests/test_gpu_profile.py has the rest)."""
+and the timing cheats that can be shown without a GPU (tests/test_gpu_profile.py has the rest). They assert
+verdicts, trust and findings, which hold on a loaded machine, so they run beside other tests."""
 import json
 import os
 import re
@@ -12,8 +13,6 @@ from kernel_mcp.results import UsageError
 from kernel_mcp.tools.profile import profile, settings_from
 
 from conftest import PROBLEMS, REPO
-
-pytestmark = pytest.mark.alone  # these time kernels on the CPU: nothing else runs beside them
 
 CHEATS = REPO / "tests" / "timing_cheats"
 QUICK = {"shapes": "tests", "budget_s": 6.0, "min_samples": 6, "warmup": 1}

@@ -6,7 +6,6 @@ significant gain and only on one, the first steps (~1.9x each) are far above any
 confirmed afresh; not that a quiet CPU reached the same last step."""
 import time
 
-import pytest
 
 from kernel_mcp.agent.tune.driver import Tuner
 from kernel_mcp.agent.tune.search import DELTA
@@ -26,7 +25,6 @@ def _moved_only_on_significant_gains(steps, best):
         assert moved == significant, (step, steps)
 
 
-@pytest.mark.alone  # it finds the best block by timing on the CPU
 def test_tune_climbs_the_known_landscape_on_significant_gains_and_confirms_its_winner(tmp_path):
     problem = vector_add_on_one_shape(tmp_path)
     said, steps = [], []
@@ -42,7 +40,6 @@ def test_tune_climbs_the_known_landscape_on_significant_gains_and_confirms_its_w
     assert any("BLOCK 128 -> 256" in line for line in said)
 
 
-@pytest.mark.alone  # two timing runs at once on the CPU: each worker one core
 def test_on_two_workers_the_tune_compares_side_by_side_and_still_follows_its_rule(tmp_path):
     """A pool of two (CPU) workers: the start's two neighbours (BLOCK 64 and 256) are compared at once,
     each on its own worker; every comparison timed is told to ``on_step`` once, with its seconds."""

@@ -218,8 +218,7 @@ class Profiler:
                 if value is not None:
                     who.samples.append(value)
             self.reporter.tick(f"shape {index}: {_counts(contestants)} so far", index, 0)
-        # always, and last: a log keeps one line a stage, and a sampling loop's first running count ("1 sample")
-        # must not be the last word on a shape whose table shows n=91
+        # always, and last: a log keeps one line a stage; a first running count must not be a shape's last word
         self.reporter.progress(f"shape {index} timed: {_counts(contestants)}", index, 0)
         if self.device.startswith("cuda"):
             for who in contestants:
@@ -251,8 +250,7 @@ class Profiler:
             return None
 
 
-def _counts(contestants: list[Contestant]) -> str:
-    """The usable samples of each contestant: what a shape's table row shows as n."""
+def _counts(contestants: list[Contestant]) -> str:  # the usable samples: what the table shows as n
     return ", ".join(f"{w.role} {len(w.samples)} sample{'' if len(w.samples) == 1 else 's'}" for w in contestants)
 
 
