@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -18,6 +19,14 @@ CUDA_FIXTURE = FIXTURES / "cuda" / "add_inline.py"  # vector_add in CUDA C++ thr
 CHEATS_STATE = Path("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp") / \
     f"kernel_mcp_cheats-{os.getuid()}{os.environ.get('PYTEST_XDIST_WORKER', '')}"  # one per parallel worker
 os.environ["KERNEL_MCP_TEST_STATE_DIR"] = str(CHEATS_STATE)
+# Each test process (each parallel worker) its own fresh kernel_mcp cache, and with it its own device lease
+# (worker/lease.py). With the user's one machine-wide cache, every test's timing run held the CPU's lease
+# alone and every other worker's checks queued behind it: the suite ran at 43% of two cores (BENCHMARKS.md,
+# "The test suite's duration"). Timing tests assert what holds on a loaded machine, so they may run beside
+# other work; the lease's own tests give the processes they start a shared cache of their own. Fresh, so
+# that no cached compile or measurement of an earlier run answers for this one; removed at the end.
+TEST_CACHE = tempfile.mkdtemp(prefix=f"kernel_mcp-test-cache-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
+os.environ["KERNEL_MCP_CACHE"] = TEST_CACHE
 
 
 def kernelbench_files(folder: Path, source: str, variant_forward: str) -> tuple[Path, Path, Path]:
@@ -169,6 +178,10 @@ def _scheduled(items: list, workers: int) -> list:
         ordered += share + rest[:fill]
         del rest[:fill]
     return ordered + rest
+
+
+def pytest_unconfigure(config) -> None:
+    shutil.rmtree(TEST_CACHE, ignore_errors=True)
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
