@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from kernel_mcp.agent.decide import MIN_DELTA
 from kernel_mcp.agent.runlog import Record
-from kernel_mcp.agent.tune.driver import change_between
+from kernel_mcp.agent.tune.params import change_between
 
 
 # The records that are a step of the search, numbered alike here and in the report's plots: each evaluation,

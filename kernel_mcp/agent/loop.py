@@ -194,7 +194,7 @@ class Optimizer:
         for island in self.islands:
             winner = self.state.tuned.get(self.incumbent(island))
             if winner and winner != self.incumbent(island) and winner in self.state.evaluated:
-                from kernel_mcp.agent.tune.driver import change_between
+                from kernel_mcp.agent.tune.params import change_between
                 from kernel_mcp.agent.tuning import promote_winner
                 tuned = next(r.model_extra for r in reversed(self.folder.log.of_kind("tuned"))
                              if r.model_extra["start_hash"] == self.incumbent(island))

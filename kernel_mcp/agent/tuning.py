@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kernel_mcp.agent.lessons import Lesson
-from kernel_mcp.agent.tune.driver import Tuner, change_between
+from kernel_mcp.agent.tune.driver import Tuner
+from kernel_mcp.agent.tune.params import change_between
 from kernel_mcp.results import ProfileSettings
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from kernel_mcp.agent.compare import compare_files
 from kernel_mcp.agent.decide import significant
 from kernel_mcp.agent.run_folder import write_once
 from kernel_mcp.agent.tune import priors
-from kernel_mcp.agent.tune.params import Config, Param, apply, find_params
+from kernel_mcp.agent.tune.params import Config, Param, apply, change_between, find_params
 from kernel_mcp.agent.tune.search import DELTA, tune
 from kernel_mcp.results import ProfileSettings
 from kernel_mcp.stats import Ratio, geometric_mean
@@ -186,8 +186,3 @@ class Tuner:
         return TuneResult(params={p.name: list(p.values) for p in self.params}, start=start, best=best,
                           best_file=str(self.file_of(best)), speedup=speedup, comparisons=trace.comparisons,
                           measured=trace.measured, failed=self.failed)
-
-
-def change_between(a: Config, b: Config) -> str:
-    """'BLOCK 1024 -> 8192, num_warps 4 -> 8': what differs from a to b."""
-    return ", ".join(f"{k} {a[k]} -> {b[k]}" for k in b if a.get(k) != b[k]) or "the same configuration"

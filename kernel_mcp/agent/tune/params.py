@@ -154,3 +154,8 @@ def space_size(params: list[Param]) -> int:
     for param in params:
         size *= len(param.values)
     return size
+
+
+def change_between(a: Config, b: Config) -> str:
+    """'BLOCK 1024 -> 8192, num_warps 4 -> 8': what differs from a to b."""
+    return ", ".join(f"{k} {a[k]} -> {b[k]}" for k in b if a.get(k) != b[k]) or "the same configuration"
