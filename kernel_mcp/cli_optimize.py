@@ -2,7 +2,9 @@
 on stderr, a summary at the end) and ``report`` (a run rendered as Markdown and HTML with plots)."""
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -42,6 +44,7 @@ def optimize(problem: Optional[Path] = typer.Argument(None, help="problem folder
         opened = OpenedRun(request)
     except UsageError as exc:
         _usage_error(exc)
+    interrupted = _catch_ctrl_c()
     with opened:
         try:
             if as_json:
@@ -50,6 +53,8 @@ def optimize(problem: Optional[Path] = typer.Argument(None, help="problem folder
                 with LiveView(err) as view:
                     summary = opened.drive(say=view.say, listeners=[view.on_record])
         except KeyboardInterrupt:
+            interrupted.set()
+        if interrupted.is_set():
             opened.close()  # its processes end before the report reads the folder
             _interrupted(opened.path)
     written = _report(summary.run)
@@ -58,6 +63,19 @@ def optimize(problem: Optional[Path] = typer.Argument(None, help="problem folder
     else:
         print_summary(summary, written, Console())
     raise typer.Exit(0 if summary.best and summary.best.speedup else 1)
+
+
+def _catch_ctrl_c() -> threading.Event:
+    """SIGINT raises KeyboardInterrupt as usual, and is also remembered: raised where Python ignores
+    exceptions (a finalizer, an at-fork hook: seen in a loaded test run) it would be lost, and the run would
+    go on to its end as if never interrupted."""
+    interrupted = threading.Event()
+
+    def on_sigint(signum, frame):
+        interrupted.set()
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, on_sigint)
+    return interrupted
 
 
 def _report(run: str | Path) -> Path:

@@ -1,6 +1,7 @@
 """profile on the CPU: the real judge and candidate processes, wall-clock timing, validation while timing,
 and the timing cheats that can be shown without a GPU (tests/test_gpu_profile.py has the rest). They assert
-verdicts, trust and findings, which hold on a loaded machine, so they run beside other tests."""
+verdicts, trust and findings, which hold on a loaded machine, so they run beside other tests (all but one,
+whose bound is a speed)."""
 import json
 import os
 import re
@@ -123,6 +124,9 @@ def test_forged_figures_fail_the_candidate_not_the_judge(name):
     assert result.seconds < 120
 
 
+@pytest.mark.alone  # its bound is a speed: beside the suite's other workers and two CPU hogs it measured 2.7x
+# (2026-12-05, .ci/run): the daemon not stopped under load, or the judge's multi-threaded reference matmul hit
+# harder by neighbours than the host's; not yet told apart (issue 35's closing note)
 def test_double_forked_daemon_is_stopped_while_the_reference_is_timed(monkeypatch):
     monkeypatch.setenv("KERNEL_MCP_PID_NAMESPACE", "0")  # the daemon escapes the host's tree to the judge
     result = profile(PROBLEMS / "matmul_fp32", CHEATS / "double_fork_burner.py", device="cpu",
