@@ -14,6 +14,7 @@
                                        nothing); structured lessons rendered into a restart's brief
     summary.py report.py report_plots.py progress.py   a run's outcome, its Markdown/HTML report and plots,
                                        the live terminal view
+    decisions.py                       every timing decision (A/A run, tuner comparisons) and why none counted
     providers/                         one Session interface over Anthropic Messages, OpenAI Responses and
                                        Chat Completions; normalised usage; the pricing table
     tune/                              the model-free tuner: parameters from a Triton source, halving and
