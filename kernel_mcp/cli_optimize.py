@@ -118,7 +118,7 @@ SHOWN_DECISIONS = 12  # the console shows the latest; the report has them all
 def print_decisions(summary, out: Console) -> None:
     """What the search timed: the A/A run that set the margin, then each comparison with its interval
     against the lower end it needed, and whether it counted."""
-    from kernel_mcp.agent.decisions import ratio_text, verdict_of
+    from kernel_mcp.agent.decisions import cells
     from kernel_mcp.render import FitTable
     found = summary.decisions
     if not found:
@@ -130,9 +130,7 @@ def print_decisions(summary, out: Console) -> None:
                      caption="a gain counts when its 95% lower end exceeds what it needs: 1 + the margin the "
                              "A/A run (the baseline against itself) set", caption_justify="left")
     for d in shown:
-        measured = ratio_text(d.ratio) if d.ratio else (f"{d.ms:.4g} ms" if d.ms else "-")
-        table.add_row(str(d.step), d.what, d.change, measured, f">{d.needs:.3g}x" if d.needs else "-",
-                      verdict_of(d))
+        table.add_row(str(d.step), d.what, d.change, *cells(d))
     out.print(table)
 
 

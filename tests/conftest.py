@@ -74,6 +74,18 @@ def in_server_session(root, script):
         runner.close()
 
 
+def resource_refusal(root, uri: str) -> str:
+    """The error message of reading resource ``uri`` from the server of workspace ``root`` (which must refuse)."""
+    import pytest
+    from mcp.shared.exceptions import MCPError
+
+    async def script(client):
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+        return str(caught.value)
+    return in_server_session(root, script)
+
+
 def repo_pythonpath() -> str:
     """PYTHONPATH for a child process: this checkout first, then whatever the caller had (the GPU machine
     installs the dependencies into a folder named only by PYTHONPATH; replacing it loses them)."""

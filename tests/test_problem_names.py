@@ -13,13 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from kernel_mcp.assets import bundled_problems
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import UsageError
 
-from conftest import PROBLEMS, in_server_session, repo_pythonpath
+from conftest import PROBLEMS, in_server_session, repo_pythonpath, resource_refusal
 
 BUNDLED = sorted(p.name for p in bundled_problems())
 MINE = "a user's own vector_add, which wins over the bundled one"
@@ -149,12 +148,7 @@ def test_a_name_linked_out_of_the_workspace_is_refused_not_replaced_by_the_bundl
     root = tmp_path / "ws"
     root.mkdir()
     os.symlink(own_copy(tmp_path / "outside"), root / "vector_add")
-
-    async def script(client):
-        with pytest.raises(MCPError) as caught:
-            await client.read_resource("kernel://problems/vector_add/description")
-        return str(caught.value)
-    assert "outside the workspace" in in_server_session(root, script)
+    assert "outside the workspace" in resource_refusal(root, "kernel://problems/vector_add/description")
 
 
 def test_the_tools_take_a_bundled_problems_name(tmp_path):

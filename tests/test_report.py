@@ -47,8 +47,8 @@ def test_a_run_without_a_gain_says_which_comparison_came_closest_and_the_margin_
     assert summary.promotions == 0
     assert "BLOCK 1024 -> 2048" in summary.why_no_gain and "1.26x [1.11, 1.42]" in summary.why_no_gain
     assert "exceeds 1.26x" in summary.why_no_gain
-    assert why_no_gain([], promotions=0, margin=None) == "no configuration was compared"
-    assert why_no_gain(summary.decisions, promotions=1, margin=0.26) is None
+    assert why_no_gain([], promotions=0) == "no configuration was compared"
+    assert why_no_gain(summary.decisions, promotions=1) is None
 
 
 def test_the_console_summary_shows_each_comparison_against_its_margin(tmp_path):

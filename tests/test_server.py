@@ -12,7 +12,6 @@ import time
 import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
-from mcp.shared.exceptions import MCPError
 
 from kernel_mcp.results import ProfileResult, RooflinePoint, RooflineResult, RooflineShape
 from kernel_mcp.roofline_chart import draw
@@ -21,7 +20,7 @@ from kernel_mcp.server.job_tools import clamp_wait
 from kernel_mcp.tools import snapshot as snapshots
 from kernel_mcp.tools.evaluate import _chart as evaluate_chart
 
-from conftest import PROBLEMS, REPO, in_server_session, repo_pythonpath
+from conftest import PROBLEMS, REPO, in_server_session, repo_pythonpath, resource_refusal
 
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
 LONG_TOOLS = ("evaluate", "profile", "roofline")
@@ -291,12 +290,7 @@ def test_resources_show_the_problem_and_the_best_kernel(workspace):
 def test_resources_refuse_what_they_cannot_show(workspace, tmp_path, uri, why):
     (tmp_path / "outside.png").write_bytes(PNG_MAGIC)
     os.symlink(tmp_path / "outside.png", workspace / "link.png")
-
-    async def script(client):
-        with pytest.raises(MCPError) as caught:
-            await client.read_resource(uri)
-        return str(caught.value)
-    assert why in in_server_session(workspace, script)
+    assert why in resource_refusal(workspace, uri)
 
 
 def test_a_problem_file_linked_out_of_the_workspace_is_not_shown(workspace, tmp_path):
@@ -305,12 +299,7 @@ def test_a_problem_file_linked_out_of_the_workspace_is_not_shown(workspace, tmp_
     shutil.copytree(workspace / "vector_add", linked)
     (linked / "reference.py").unlink()
     os.symlink(tmp_path / "secret.py", linked / "reference.py")
-
-    async def script(client):
-        with pytest.raises(MCPError) as caught:
-            await client.read_resource("kernel://problems/linked/reference")
-        return str(caught.value)
-    assert "outside the workspace" in in_server_session(workspace, script)
+    assert "outside the workspace" in resource_refusal(workspace, "kernel://problems/linked/reference")
 
 
 def test_optimize_kernel_prompt(workspace):

@@ -75,7 +75,7 @@ def verdict_of(decision: Decision) -> str:
     return "counted" if decision.counted else "under the margin"
 
 
-def why_no_gain(found: list[Decision], promotions: int, margin: float | None) -> str | None:
+def why_no_gain(found: list[Decision], promotions: int) -> str | None:
     """Why a run ended without a confirmed improvement, in a sentence; None when it has one."""
     if promotions:
         return None
@@ -85,12 +85,19 @@ def why_no_gain(found: list[Decision], promotions: int, margin: float | None) ->
         return ("no configuration was compared" if not failed else
                 f"every configuration compared failed its check or timing ({failed})")
     best = max(gains, key=lambda d: d.ratio[1])
-    needs = f"{best.needs:.3g}x" if best.needs else f"{1 + (margin or MIN_DELTA):.3g}x"
     if best.counted:  # a step counted but its winner did not hold up when timed again
         return (f"the search's best step, {best.change} ({ratio_text(best.ratio)}), was not confirmed when timed "
                 f"again against the start")
     return (f"no gain cleared the noise margin: the best comparison, {best.change}, measured "
-            f"{ratio_text(best.ratio)}, and a gain counts only when its 95% lower end exceeds {needs}")
+            f"{ratio_text(best.ratio)}, and a gain counts only when its 95% lower end exceeds {best.needs:.3g}x")
+
+
+def cells(decision: Decision) -> tuple[str, str, str]:
+    """What the console's and the report's tables show of a decision: what was measured, the lower end it
+    needed, and its result."""
+    d = decision
+    measured = ratio_text(d.ratio) if d.ratio else (f"{d.ms:.4g} ms" if d.ms else "-")
+    return measured, f">{d.needs:.3g}x" if d.needs else "-", verdict_of(d)
 
 
 def ratio_text(ratio: list[float] | None) -> str:

@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from kernel_mcp.agent.decisions import ratio_text, verdict_of
+from kernel_mcp.agent.decisions import cells
 from kernel_mcp.agent.lessons import Lesson, render_brief
 from kernel_mcp.agent.progress import speedup_text
 from kernel_mcp.agent.runlog import Record, read
@@ -61,9 +61,8 @@ def search(summary: RunSummary) -> list[Block]:
     against the margin it had to clear, and whether it counted."""
     if not summary.decisions:
         return [("p", "No timing comparisons were made.")]
-    rows = [[str(d.step), d.island, d.what, d.change, ratio_text(d.ratio) if d.ratio else
-             (f"{d.ms:.4g} ms" if d.ms else "-"), f"> {d.needs:.3g}x" if d.needs else "-", verdict_of(d),
-             f"{d.seconds:.0f}" if d.seconds is not None else "-"] for d in summary.decisions]
+    rows = [[str(d.step), d.island, d.what, d.change, *cells(d), f"{d.seconds:.0f}" if d.seconds is not None else "-"]
+            for d in summary.decisions]
     return [("p", "Each comparison times two kernels interleaved on fresh inputs; a gain counts when its 95% "
                   "lower end clears 1 + the run's noise margin (from the A/A run)."),
             ("table", ["step", "island", "what", "change", "speedup (95% CI)", "needs lower end", "result",

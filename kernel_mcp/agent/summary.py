@@ -133,4 +133,4 @@ def summarize(run: str | Path) -> RunSummary:
         tokens=state.tokens, elapsed_s=round(state.active_s, 1),
         usd_per_improvement=round(state.spend_usd / len(gains), 6) if gains and state.turns else None,
         noise_margin=state.delta, decisions=timed,
-        why_no_gain=why_no_gain(timed, len(gains), state.delta))
+        why_no_gain=why_no_gain(timed, len(gains)))
