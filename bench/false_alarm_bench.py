@@ -2,7 +2,7 @@
 And does every precision downgrade still fail there? (issue 34)
 
     python bench/false_alarm_bench.py [--seeds 1000] [--downgrade-seeds 200] [--ks 64,256,1024,4096,16384]
-                                      [--out FILE.json]
+                                      [--only matmul|rows] [--match NAME ...] [--out FILE.json]
 
 Real kernels on the device: Triton matmuls (``tl.dot`` in IEEE fp32 with BLOCK_K 16/32/64/128; bf16 and fp16
 inputs with an fp32 accumulator), a CUDA C++ matmul with one sequential ``fmaf`` chain per output (built with
@@ -229,6 +229,7 @@ def main() -> None:
     parser.add_argument("--downgrade-seeds", type=int, default=200, help="fresh seeds per downgrade and K")
     parser.add_argument("--ks", default="64,256,1024,4096,16384", help="reduction lengths, comma-separated")
     parser.add_argument("--only", choices=("matmul", "rows", "all"), default="all")
+    parser.add_argument("--match", nargs="*", default=[], help="only kernels whose name holds one of these")
     parser.add_argument("--device", default="cuda", help="cpu: a smoke run under TRITON_INTERPRET=1")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
@@ -238,11 +239,12 @@ def main() -> None:
     ks = [int(k) for k in args.ks.split(",")]
     print("| family | kernel | K | checks | failed | bound used: median | max |\n|---|---|---|---|---|---|---|")
     table = []
+    picked = lambda cases: [c for c in cases if not args.match or any(m in c[1] for m in args.match)]  # noqa: E731
     if args.only in ("matmul", "all"):
         fma = cuda_fma_matmul() if args.device == "cuda" else None
-        table += measure(matmul_cases(fma), ks, args.seeds, args.downgrade_seeds, False, args.device)
+        table += measure(picked(matmul_cases(fma)), ks, args.seeds, args.downgrade_seeds, False, args.device)
     if args.only in ("rows", "all"):
-        table += measure(row_cases(), ks, args.seeds, args.downgrade_seeds, True, args.device)
+        table += measure(picked(row_cases()), ks, args.seeds, args.downgrade_seeds, True, args.device)
     if args.out:
         name = torch.cuda.get_device_name() if args.device == "cuda" else args.device
         Path(args.out).write_text(json.dumps({"device": name, "rows": table}, indent=1))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from typing import Optional
 
 import typer
 from rich.console import Console
@@ -28,16 +29,32 @@ def next_steps() -> list[str]:
     ]
 
 
-@app.command()
-def demo(device: str = typer.Option("auto", help="auto | cpu | cuda"),
-         as_json: bool = typer.Option(False, "--json", help="print one JSON object: baselines and caught")) -> None:
-    """Check every bundled problem's baseline kernel, and catch one wrong kernel per problem (no GPU or API
-    key needed). Exit 0 when every baseline passes and every wrong kernel fails."""
+def demo_problems(names: list[str]) -> list:
+    """The bundled problem folders to show: those named, in that order, else every one. An unknown name is a
+    usage error that lists the bundled names."""
     from kernel_mcp.assets import bundled_problems
+    every = bundled_problems()
+    if not names:
+        return every
+    by_name = {folder.name: folder for folder in every}
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        err.print(f"no bundled problem named {', '.join(unknown)}; bundled: {', '.join(by_name) or 'none'}")
+        raise typer.Exit(2)
+    return [by_name[name] for name in names]
+
+
+@app.command()
+def demo(names: Optional[list[str]] = typer.Argument(None, metavar="problem",
+                                           help="bundled problems to show (default: every one)", show_default=False),
+         device: str = typer.Option("auto", help="auto | cpu | cuda"),
+         as_json: bool = typer.Option(False, "--json", help="print one JSON object: baselines and caught")) -> None:
+    """Check every bundled problem's baseline kernel (or those named), and catch one wrong kernel per problem
+    (no GPU or API key needed). Exit 0 when every baseline passes and every wrong kernel fails."""
     from kernel_mcp.render import FitTable
     from kernel_mcp.tools.check import check as run
     baselines, caught = [], []
-    for folder in bundled_problems():
+    for folder in demo_problems(names or []):
         err.print(f"checking {folder.name}: its baseline ...")
         baselines.append(run(folder, folder / "baseline.py", device=device))
         wrong = sorted((folder / "solutions" / "wrong").glob("*.py"))[:1]

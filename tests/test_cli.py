@@ -64,13 +64,27 @@ def test_human_output_and_demo_table():
     # vector_add: its kernel has no loop, which Triton 3.6's CPU interpreter cannot run (docs/gpu-verification.md)
     human = run("check", "problems/vector_add", "problems/vector_add/baseline.py", "--device", "cpu")
     assert human.returncode == 0 and "pass" in human.stdout and "secret seed" in human.stdout, human.stdout
-    demo = run("demo", "--json")  # every bundled baseline and one wrong kernel each: the device it finds (CPU in CI)
+    # the demo of two bundled problems, on the device it finds (CPU in CI); every bundled baseline and wrong
+    # kernel is checked by test_bundled.py, so the demo's own run of all six repeats nothing of value here
+    demo = run("demo", "row_sum", "vector_add", "--json")
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
     shown = json.loads(demo.stdout)
-    bundled = {p.name for p in PROBLEMS.iterdir() if (p / "task.yml").exists()}
-    assert {r["problem"] for r in shown["baselines"]} >= bundled and all(r["passed"] for r in shown["baselines"])
-    assert {r["problem"] for r in shown["caught"]} >= bundled and not any(r["passed"] for r in shown["caught"])
+    assert [r["problem"] for r in shown["baselines"]] == ["row_sum", "vector_add"]
+    assert all(r["passed"] for r in shown["baselines"])
+    assert [r["problem"] for r in shown["caught"]] == ["row_sum", "vector_add"]
     assert all(r["verdict"].startswith("fail") for r in shown["caught"])
+
+
+def test_demo_shows_every_bundled_problem_unless_told_and_refuses_a_name_it_lacks():
+    from typer.testing import CliRunner
+
+    from kernel_mcp import cli
+    from kernel_mcp.cli_demo import demo_problems
+    bundled = sorted(p.name for p in PROBLEMS.iterdir() if (p / "task.yml").exists())
+    assert [folder.name for folder in demo_problems([])] == bundled
+    assert all(sorted((PROBLEMS / name / "solutions" / "wrong").glob("*.py")) for name in bundled)  # one to catch
+    refused = CliRunner().invoke(cli.app, ["demo", "vector_ad"])
+    assert refused.exit_code == 2 and "vector_add" in refused.output, refused.output
 
 
 def test_calibrate_table_names_each_mix_and_the_roof(monkeypatch):

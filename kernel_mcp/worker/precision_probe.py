@@ -24,6 +24,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernel_mcp import tensors
+from kernel_mcp.worker.dispatch_mode import JudgeDispatchMode
 from kernel_mcp.worker.reduction_trace import contraction_operands
 
 NEARER = 0.8  # distance to a variant / distance to the truth below which the variant made the output
@@ -54,7 +55,7 @@ def stored_format(out: torch.Tensor) -> str:
     return ""
 
 
-class RoundedArithmetic(TorchDispatchMode):
+class RoundedArithmetic(JudgeDispatchMode):
     """The reference's float64 run with the operands of every contraction rounded to ``fmt``, or (``every_op``)
     every op's floating results rounded to it. Results that share memory with an input (views, in-place ops)
     are left as they are: rounding them would reach the input, a KernelBench model's own weights among them."""

@@ -20,9 +20,9 @@ import math
 from dataclasses import dataclass
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from kernel_mcp.worker.dispatch_mode import JudgeDispatchMode
 
 
 def _tensors(tree: object):
@@ -134,7 +134,7 @@ def own_terms(func, args: tuple, kwargs: dict, out: object) -> float:
     return 0.0
 
 
-class ReductionTrace(TorchDispatchMode):
+class ReductionTrace(JudgeDispatchMode):
     """Pushed around the reference's float64 run; ``terms(t)`` is then what each tensor it made sums."""
 
     def __init__(self):
