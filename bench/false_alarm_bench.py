@@ -187,8 +187,7 @@ def matmul_cases(fma: Callable | None) -> list[tuple[str, str, torch.dtype, Call
 
 def row_cases() -> list[tuple[str, str, torch.dtype, Callable]]:
     cases = []
-    for dtype in (torch.float32, torch.bfloat16, torch.float16):
-        name = str(dtype)[6:]
+    for dtype, name in ((torch.float32, "fp32"), (torch.bfloat16, "bf16"), (torch.float16, "fp16")):
         cases += [("honest", f"row sum {name}: blocks then tree", dtype, triton_row_sum(0)),
                   ("honest", f"row sum {name}: one at a time", dtype, triton_row_sum(1)),
                   ("honest", f"row sum {name}: chunks by atomics", dtype, triton_row_sum(2))]

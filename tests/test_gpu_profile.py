@@ -28,7 +28,9 @@ def _run(candidate, problem=PROBLEMS / "vector_add", **settings):
 def test_triton_baseline_is_trusted_with_kernel_time():
     result = _run(PROBLEMS / "vector_add" / "baseline.py")
     assert result.passed and result.trusted, result.findings
-    assert 0.5 < result.speedup < 2.0  # a Triton add against torch's add
+    # a Triton add against torch's add: the baseline's BLOCK 128 is a deliberately modest start (the tune's
+    # headroom), 0.41x of torch's add on an H200 at the benchmark shapes (2026-12-05, 0.404-0.414)
+    assert 0.2 < result.speedup < 2.0
     for shape in result.shapes:
         assert shape.candidate.clock == "cuda events" and shape.candidate.kernel_ms
         # CUPTI's busy time is at most the op time between the events
