@@ -15,7 +15,7 @@ import pytest
 
 from kernel_mcp.agent.cli_agents import _claude_turn, _codex_turn
 
-from conftest import PROBLEMS, repo_pythonpath
+from conftest import repo_pythonpath, vector_add_on_one_shape
 from fakes.anthropic_api import USAGE, AnthropicFake
 from fakes.model_server import ToolScript
 from fakes.openai_responses import ResponsesFake, _tool_names
@@ -98,7 +98,8 @@ def _optimize(tmp_path: Path, agent: str, env: dict[str, str]) -> tuple[subproce
     start = tmp_path / "start.py"
     start.write_text(START)
     run = tmp_path / "run"
-    command = [sys.executable, "-m", "kernel_mcp", "optimize", str(PROBLEMS / "vector_add"), "--candidate", str(start),
+    problem = vector_add_on_one_shape(tmp_path)  # the episode's plumbing is under test, not five shapes' timing
+    command = [sys.executable, "-m", "kernel_mcp", "optimize", str(problem), "--candidate", str(start),
                "--agent", agent, "--budget", "2evals,10m", "--device", "cpu", "--timing", "2", "--run", str(run), "--json"]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900), run
 

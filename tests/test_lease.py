@@ -221,7 +221,7 @@ def test_two_cli_runs_on_one_device_queue(cache, tmp_path):
     base = [sys.executable, "-m", "kernel_mcp"]
     timed = [*base, "profile", str(problem), str(problem / "baseline.py"), "--device", "cpu", "--shapes", "tests"]
     run = dict(env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    first = subprocess.Popen([*timed, "--budget", "20"], **run)
+    first = subprocess.Popen([*timed, "--budget", "10"], **run)  # its timing holds the lease ~10 s
     seen = []
     for line in first.stderr:  # its progress: once it times the reference, it holds the lease
         seen.append(line)
