@@ -13,7 +13,7 @@ import pytest
 from kernel_mcp.results import UsageError
 from kernel_mcp.tools.profile import profile, settings_from
 
-from conftest import PROBLEMS, REPO
+from conftest import CHEATS_STATE, PROBLEMS, REPO
 
 CHEATS = REPO / "tests" / "timing_cheats"
 QUICK = {"shapes": "tests", "budget_s": 6.0, "min_samples": 6, "warmup": 1}
@@ -124,15 +124,24 @@ def test_forged_figures_fail_the_candidate_not_the_judge(name):
     assert result.seconds < 120
 
 
-@pytest.mark.alone  # its bound is a speed: beside the suite's other workers and two CPU hogs it measured 2.7x
-# (2026-12-05, .ci/run): the daemon not stopped under load, or the judge's multi-threaded reference matmul hit
-# harder by neighbours than the host's; not yet told apart (issue 35's closing note)
+@pytest.mark.alone  # the stop's window (host stopped, daemon not yet) widens with the machine's load
 def test_double_forked_daemon_is_stopped_while_the_reference_is_timed(monkeypatch):
+    """The daemon writes the CPU time it spins while it sees the candidate's host stopped (the reference being
+    timed): stopped with everything below the judge, it only gets the instants between the host's stop and
+    its own. Measured on the 2-core machine (2026-12-05, 128 reference samples): 10-12 ms in all idle, 61-112
+    ms beside two CPU hogs; with the judge stopping the host's tree alone (the daemon escaped) 3.5-3.7 s idle,
+    2.5-2.9 s beside the hogs. A timing would not tell them apart here: beside two hogs an honest ``a @ b``
+    with no daemon read 0.16-0.96x, intervals up to [0.03, 41], one shape 12.9x."""
     monkeypatch.setenv("KERNEL_MCP_PID_NAMESPACE", "0")  # the daemon escapes the host's tree to the judge
+    log = CHEATS_STATE / "burner.log"
+    CHEATS_STATE.mkdir(exist_ok=True)
+    log.unlink(missing_ok=True)
     result = profile(PROBLEMS / "matmul_fp32", CHEATS / "double_fork_burner.py", device="cpu",
                      settings=settings_from(**QUICK))
     assert result.passed, result.findings
-    assert not (result.trusted and result.speedup > 2.0), result.speedup
+    spun = [float(x) for x in log.read_text().split()] if log.exists() else []
+    assert sum(spun) < 0.5, f"the daemon spun {sum(spun):.2f} CPU-s in {len(spun)} stops of its host"
+    assert not (result.trusted and result.speedup_ci and result.speedup_ci[0] > 1.5), result.speedup_ci
 
 
 def test_flush_mode_is_read_unless_asked_and_a_bad_value_is_refused(monkeypatch):
