@@ -20,7 +20,7 @@ from kernel_mcp.snapshots import Store
 from kernel_mcp.worker import proctree
 from kernel_mcp.worker.runner import LocalRunner
 
-from conftest import PROBLEMS, REPO, processes_of_cache, repo_pythonpath
+from conftest import REPO, processes_of_cache, repo_pythonpath, vector_add_on_one_shape
 
 CHEATS = REPO / "tests" / "cheats"
 SECRET = "sk-test-secret-kernel-mcp"
@@ -44,10 +44,14 @@ HONEST_VARIANTS = ["return a + b", "return b + a", "return torch.add(a, b)", "re
 
 
 def workspace(root: Path) -> Path:
-    shutil.copytree(PROBLEMS / "vector_add", root / "vector_add", ignore=shutil.ignore_patterns("__pycache__",
-                                                                                               "solutions"))
-    task = root / "vector_add" / "task.yml"  # a hang fails in seconds, not minutes
-    task.write_text(task.read_text().rstrip("\n") + "\n  timeouts: {import: 60, call: 5, total: 90}\n")
+    """vector_add on one test shape (the storm is about isolation and verdicts, not shapes), where a hang
+    fails in seconds, not minutes."""
+    import yaml
+    problem = vector_add_on_one_shape(root, n=4099)
+    shutil.rmtree(problem / "solutions")
+    spec = yaml.safe_load((problem / "task.yml").read_text())
+    spec["kernel_mcp"]["timeouts"] = {"import": 60, "call": 5, "total": 90}
+    (problem / "task.yml").write_text(yaml.safe_dump(spec))
     for helper in ("_cheat_util.py", "_helper_kernels.py", "_triton_add.py"):
         shutil.copy(CHEATS / helper, root / helper)
     return root
