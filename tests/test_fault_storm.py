@@ -114,7 +114,7 @@ def test_a_storm_of_candidates_through_one_server(tmp_path, user):
         async with Client(params) as client:
             for name in storm_of:
                 calls = (("check", {"device": "cpu"}), ("compile", {}), ("evaluate", QUICK))
-                for tool, arguments in calls[name in EVALUATE_SUFFICES:]:
+                for tool, arguments in (calls[1:] if name in EVALUATE_SUFFICES else calls):
                     result = await client.call_tool(tool, {"problem": "vector_add", "candidate": f"{name}.py",
                                                            **arguments})
                     text = text_of(result)
