@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from kernel_mcp.cli import app, err
+from kernel_mcp.cli import _usage_error, app, err
 
 def next_steps() -> list[str]:
     """What to do next, as commands that run where the demo ran (a fresh folder, no clone): a bundled problem
@@ -33,15 +33,15 @@ def demo_problems(names: list[str]) -> list:
     """The bundled problem folders to show: those named, in that order, else every one. An unknown name is a
     usage error that lists the bundled names."""
     from kernel_mcp.assets import bundled_problems
-    every = bundled_problems()
+    from kernel_mcp.problem import bundled_names, bundled_problem
+    from kernel_mcp.results import UsageError
     if not names:
-        return every
-    by_name = {folder.name: folder for folder in every}
-    unknown = [name for name in names if name not in by_name]
+        return bundled_problems()
+    unknown = [name for name in names if bundled_problem(name) is None]
     if unknown:
-        err.print(f"no bundled problem named {', '.join(unknown)}; bundled: {', '.join(by_name) or 'none'}")
-        raise typer.Exit(2)
-    return [by_name[name] for name in names]
+        _usage_error(UsageError(f"no bundled problem named {', '.join(unknown)}; "
+                                f"bundled: {', '.join(bundled_names()) or 'none'}"))
+    return [bundled_problem(name) for name in names]
 
 
 @app.command()

@@ -1,7 +1,7 @@
 """profile on the CPU: the real judge and candidate processes, wall-clock timing, validation while timing,
 and the timing cheats that can be shown without a GPU (tests/test_gpu_profile.py has the rest). They assert
 verdicts, trust and findings, which hold on a loaded machine, so they run beside other tests (all but one,
-whose bound is a speed)."""
+the double-forked daemon's, whose stop window widens with load)."""
 import json
 import os
 import re

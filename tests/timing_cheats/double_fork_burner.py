@@ -36,8 +36,8 @@ while True:
         spun = None
         time.sleep(0.0002)
 '''
-LOG = os.path.join(os.environ.get("KERNEL_MCP_TEST_STATE_DIR", ""), "burner.log") \
-    if os.environ.get("KERNEL_MCP_TEST_STATE_DIR") else ""
+STATE = os.environ.get("KERNEL_MCP_TEST_STATE_DIR", "")
+LOG = os.path.join(STATE, "burner.log") if STATE else ""
 for _ in range(os.cpu_count()):
     subprocess.Popen([sys.executable, "-S", "-c", BURNER, str(os.getpid()), LOG]).wait()
 
