@@ -10,7 +10,7 @@ nvcc, loaded with ctypes), split-K with ``tl.atomic_add`` (partial sums land in 
 three orders (blocked then a tree, one element at a time, chunks added by atomics) in fp32, bf16 and fp16.
 Every seed draws fresh standard-normal inputs; each output is judged as the judge does it, in process:
 the reference's float64 run under ReductionTrace gives K (nothing is declared), its task-dtype run the
-honest floor, and ``kernel_mcp.tolerance.compare`` the decision under the default (derived) policy. The
+honest floor, and ``kernel_mcp.worker.judge.tolerance.compare`` the decision under the default (derived) policy. The
 judge's processes, isolation and timing are not part of this bench (tests/test_honest_orders.py runs the
 same problem through ``check`` end to end). Prints one row per (kernel, K): checks, failures, and the share
 of the bound used (median, max). Needs a CUDA GPU (the CUDA kernel also needs nvcc; it is skipped without).
@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tolerance_bench import tf32  # noqa: E402  (the same TF32 rounding as the CPU bench)
 
 from kernel_mcp.taskspec import ToleranceSpec  # noqa: E402
-from kernel_mcp.tolerance import Expected, compare  # noqa: E402
-from kernel_mcp.worker.reduction_trace import ReductionTrace  # noqa: E402
+from kernel_mcp.worker.judge.reduction_trace import ReductionTrace  # noqa: E402
+from kernel_mcp.worker.judge.tolerance import Expected, compare  # noqa: E402
 
 M = N = 128
 ROWS = 64

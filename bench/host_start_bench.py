@@ -5,8 +5,8 @@ interpreters, alternated in one run: wall time and the CPU time the whole machin
                                      [--sequence 0] [--modes exec,hosts,forked]
 
 Modes: ``exec`` (KERNEL_MCP_FORK_SERVER=0, KERNEL_MCP_FORK_HOSTS=0: every judge and host a fresh
-interpreter), ``hosts`` (candidate hosts forked from their judge: worker/host_factory.py; judges exec'd),
-``forked`` (the default: judges and step hosts from the caller's fork server too: worker/fork_server.py).
+interpreter), ``hosts`` (candidate hosts forked from their judge: worker/host/factory.py; judges exec'd),
+``forked`` (the default: judges and step hosts from the caller's fork server too: worker/launch/fork_server.py).
 
 Without ``--sequence``, each run is one cold `kernel-mcp check` (a one-shot CLI: nothing to reuse between
 checks). With ``--sequence K``, each run is one caller process making K checks in a row, as an MCP server

@@ -39,12 +39,12 @@ def main() -> int:
     parser.add_argument("--shapes", default=None, help="tests | benchmarks (default: tests on a CPU)")
     parser.add_argument("--timing", type=float, default=2.0, help="timing budget of one evaluation, seconds")
     args = parser.parse_args()
-    from kernel_mcp.agent.budget import Budget
     from kernel_mcp.agent.command import problem_hash
-    from kernel_mcp.agent.loop import Optimizer
-    from kernel_mcp.agent.run_folder import RunConfig, RunFolder
+    from kernel_mcp.agent.loop.optimizer import Optimizer
+    from kernel_mcp.agent.run.budget import Budget
+    from kernel_mcp.agent.run.folder import RunConfig, RunFolder
     from kernel_mcp.worker.resolve import default_shapes
-    from kernel_mcp.worker.runner import LocalRunner
+    from kernel_mcp.worker.runners.local import LocalRunner
     shapes = args.shapes or default_shapes(args.device)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     config = RunConfig(problem=str(args.problem.resolve()), problem_hash=problem_hash(args.problem), agent="noop")

@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kernel_mcp.agent.runlog import read  # noqa: E402
-from kernel_mcp.agent.state import derive  # noqa: E402
-from kernel_mcp.agent.summary import summarize  # noqa: E402
+from kernel_mcp.agent.report.summary import summarize  # noqa: E402
+from kernel_mcp.agent.run.journal import read  # noqa: E402
+from kernel_mcp.agent.run.state import derive  # noqa: E402
 from kernel_mcp.results import ProfileSettings  # noqa: E402
 
 
@@ -88,7 +88,7 @@ def contestants(problem: Path, best: str | None, folder: Path) -> dict[str, Path
 
 def placed(problem: Path, file: Path, device: str, budget_s: float) -> dict:
     """One contestant through ``roofline``: per shape its median, % of the binding roof, and speedup."""
-    from kernel_mcp.results import UsageError
+    from kernel_mcp.errors import UsageError
     from kernel_mcp.tools.roofline import roofline
     try:
         result = roofline(problem, file, device=device, settings=ProfileSettings(budget_s=budget_s))

@@ -1,4 +1,4 @@
-"""Evaluations per minute through the pool (kernel_mcp/worker/pool.py) against its number of workers, warm
+"""Evaluations per minute through the pool (kernel_mcp/worker/runners/pool.py) against its number of workers, warm
 (spare judges booted ahead) and cold (a judge started per evaluation), configurations alternated in rounds.
 
     python bench/pool_bench.py [--configs local,cpu:1,cpu:2,cpu:4] [--what check|evaluate] [--evals 12]
@@ -28,9 +28,9 @@ sys.path.insert(0, str(REPO))
 
 from kernel_mcp.tools.check import check  # noqa: E402
 from kernel_mcp.tools.profile import profile  # noqa: E402
-from kernel_mcp.worker.pool import cpu_pool, gpu_pool  # noqa: E402
 from kernel_mcp.worker.protocol import ProfileSettings  # noqa: E402
-from kernel_mcp.worker.runner import LocalRunner  # noqa: E402
+from kernel_mcp.worker.runners.local import LocalRunner  # noqa: E402
+from kernel_mcp.worker.runners.pool import cpu_pool, gpu_pool  # noqa: E402
 
 BLOCKS = (256, 512, 1024, 2048, 4096)
 

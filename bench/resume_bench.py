@@ -25,7 +25,7 @@ Checked for each run, from its folder alone (journal.jsonl, cache/, the island's
   tune's comparisons, ``tune-*``) has the same content and mtime after the resume (the idea of
   tests/test_optimize.py), and the island's evaluation snapshots number the ``done`` records, plus at most
   one when an evaluation was in flight at the kill (the in-flight call, measured again, is the only one);
-* spend monotone: the active time at the kill (agent/state.py: gaps between records, up to the dead
+* spend monotone: the active time at the kill (agent/run/state.py: gaps between records, up to the dead
   process's last heartbeat) is never reset: final active_s - the resumed process's own time >= active_s
   at the kill, and what is charged for the dead process's lost work is at most (kill time - its last
   record), so neither reset nor the dead time charged. (``tune`` makes no model calls: $ spend is 0, and the
@@ -134,8 +134,8 @@ def run_process(cmd: list[str], cwd: Path, log: Path, kill_at: float | None, tim
 # --- what a run folder holds -----------------------------------------------------------------------------
 def look(run: Path) -> dict:
     """The run folder as it lies: records, derived state, cache files (mtime, content hash), snapshots."""
-    from kernel_mcp.agent.runlog import read
-    from kernel_mcp.agent.state import derive
+    from kernel_mcp.agent.run.journal import read
+    from kernel_mcp.agent.run.state import derive
     journal = run / "journal.jsonl"
     records = read(journal) if journal.exists() else []
     data = journal.read_bytes() if journal.exists() else b""
@@ -201,7 +201,8 @@ def replay(run: Path, seen: dict, timing: float, shapes: str, device: str) -> st
     off the path: no duplicate, no stray from the killed process) and picks the winner the run evaluated.
     This holds a run to the uninterrupted run it would have been given the same comparisons' outcomes."""
     import tempfile
-    from kernel_mcp.agent.run_folder import candidate_hash
+
+    from kernel_mcp.agent.run.folder import candidate_hash
     from kernel_mcp.agent.tune.driver import Tuner
     from kernel_mcp.results import ProfileSettings
     state = seen["state"]

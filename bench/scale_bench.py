@@ -42,8 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))  # optimize_bench
 
-from kernel_mcp.agent.runlog import read  # noqa: E402
 from optimize_bench import cli  # noqa: E402  (its neighbour in bench/: kernel-mcp run, stderr to a log)
+
+from kernel_mcp.agent.run.journal import read  # noqa: E402
 
 
 # --- 1. the search on N workers ------------------------------------------------------------------------
@@ -130,8 +131,9 @@ def best_by_minute(records, steps) -> list[dict]:
 
 # --- 2. trust: every GPU busy at once against each alone -------------------------------------------------
 def trust(args, workers: int) -> dict:
-    from kernel_mcp.tools.profile import profile, settings_from
-    from kernel_mcp.worker.pool import gpu_pool
+    from kernel_mcp.tools._request import settings_from
+    from kernel_mcp.tools.profile import profile
+    from kernel_mcp.worker.runners.pool import gpu_pool
     settings = settings_from(budget_s=args.timing)
     kernel = str(args.kernel or Path(args.problem) / "baseline.py")
     pool = gpu_pool(",".join(str(i) for i in range(workers)))
@@ -194,7 +196,7 @@ class _HostLoad:
 
     def __init__(self, workers: int):
         from kernel_mcp.tools.check import check
-        from kernel_mcp.worker.pool import cpu_pool
+        from kernel_mcp.worker.runners.pool import cpu_pool
         self.pool, self.done, self.checks, counting = cpu_pool(workers), threading.Event(), 0, threading.Lock()
         problem = ROOT / "problems" / "vector_add"
 

@@ -26,7 +26,8 @@ sys.path.insert(0, str(REPO))
 PROBLEMS = REPO / "problems"
 
 from kernel_mcp import stats  # noqa: E402
-from kernel_mcp.tools.profile import profile, settings_from  # noqa: E402
+from kernel_mcp.tools._request import settings_from  # noqa: E402
+from kernel_mcp.tools.profile import profile  # noqa: E402
 
 
 def _listed(default: list) -> list:
@@ -80,11 +81,10 @@ def ncu_median_us(problem: Path, candidate: Path, params: dict, out: Path) -> tu
     times and reads the duration in one of those passes), --clock-control none, caches flushed by ncu."""
     import subprocess
 
-    from kernel_mcp.counters import NVTX_RANGE
     from kernel_mcp.counters.ncu import M_DURATION, ncu_command, parse_ncu_csv
     spec = {"problem": str(problem), "candidate": str(candidate), "params": params, "calls": NCU_CALLS}
     log = out / f"ncu_{problem.name}.csv"
-    target = [sys.executable, "-m", "kernel_mcp.worker.counter_target", json.dumps(spec)]
+    target = [sys.executable, "-m", "kernel_mcp.worker.steps.counter_target", json.dumps(spec)]
     done = subprocess.run(ncu_command(target, log, metrics=(M_DURATION,)), capture_output=True, text=True,
                           timeout=600, cwd=REPO)
     kernels = parse_ncu_csv(log.read_text()) if log.exists() else []
@@ -120,8 +120,9 @@ def fixed_protocol_ms(problem: Path, candidate: Path, params: dict, calls: int =
     import importlib.util
 
     import torch
+
     from kernel_mcp.problem import load_problem
-    from kernel_mcp.worker.reference_runtime import ReferenceRuntime
+    from kernel_mcp.worker.judge.reference import ReferenceRuntime
     started = time.perf_counter()
     runtime = ReferenceRuntime(load_problem(problem), "cuda")
     spec = importlib.util.spec_from_file_location(f"bench_{candidate.parent.name}", candidate)

@@ -5,7 +5,7 @@
 
 For each op, every seed draws fresh shapes and values, computes the float64 reference and the
 reference's own task-dtype result (the 'honest' error the bounds are calibrated on, as the judge does),
-then compares variants through ``kernel_mcp.tolerance.compare``:
+then compares variants through ``kernel_mcp.worker.judge.tolerance.compare``:
 
 * honest variants, which must pass: the same arithmetic in another order (K split in blocks summed in
   sequence, in reverse, split-K partial sums, a sequential running sum);
@@ -28,7 +28,7 @@ from collections import defaultdict
 import torch
 
 from kernel_mcp.taskspec import ToleranceSpec
-from kernel_mcp.tolerance import Expected, compare, inferred_reduction_length
+from kernel_mcp.worker.judge.tolerance import Expected, compare, inferred_reduction_length
 
 DEFAULT = ToleranceSpec()
 

@@ -1,3 +1,3 @@
-from kernel_mcp.launch import main
+from kernel_mcp.cli.launch import main
 
 main()

@@ -15,8 +15,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import ValidationError
 
-from kernel_mcp.assets import bundled_problems
-from kernel_mcp.results import Finding, UsageError, shown
+from kernel_mcp.errors import UsageError, shown
+from kernel_mcp.files import bundled_problems
+from kernel_mcp.results import Finding
 from kernel_mcp.taskspec import GPU_MODE_KEYS, KernelMcpSpec, TaskFile
 
 KERNELBENCH_DEFAULT_TESTS = [{"seed": 1}, {"seed": 2}]
@@ -84,9 +85,12 @@ def imported_closure(start: Path, local: dict[str, Path]) -> list[Path]:
     return found
 
 
-def load_problem(path: str | Path) -> Problem:
+def load_problem(path: str | Path | Problem) -> Problem:
     """Validate and describe a problem (a path, or a bundled problem's name: resolve_problem_path); raise
-    UsageError naming the file and key on any defect."""
+    UsageError naming the file and key on any defect. A Problem already loaded is returned as it is: an
+    instrument loads its problem once and hands the object down."""
+    if isinstance(path, Problem):
+        return path
     p = resolve_problem_path(path)
     if p.is_file() and p.suffix == ".py":
         return _load_kernelbench(p)
@@ -220,7 +224,7 @@ def _load_folder(folder: Path) -> Problem:
     _require_functions(ref_path, name, ("generate_input", "ref_kernel"))
     spec = task.kernel_mcp
     if "kernel_mcp" not in raw and "check_implementation" in module_level_names(ref_path):
-        # a GPU MODE problem loaded unchanged: its own check is its precision contract (numerics.py)
+        # a GPU MODE problem loaded unchanged: its own check is its precision contract (judge/numerics.py)
         spec = KernelMcpSpec(precision="problem_check")
     for i, case in enumerate(task.tests + task.benchmarks):
         if "seed" not in case:

@@ -1,26 +1,30 @@
 """The shared vocabulary: typed results every instrument returns.
 
-Expected failure is data (``CheckResult(passed=False, ...)``); misuse raises ``UsageError``.
+Expected failure is data (``CheckResult(passed=False, ...)``); misuse raises ``errors.UsageError``.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernel_mcp.counters import CounterReport
-from kernel_mcp.occupancy import Occupancy
+from kernel_mcp.hardware.occupancy import Occupancy
+from kernel_mcp.history.snapshots import Snapshot
 
 
-class UsageError(Exception):
-    """The caller asked for something impossible (bad path, malformed problem). CLI exit code 2."""
+class Verdict(NamedTuple):
+    """A result's ``verdict`` text read apart, so no caller parses it: "fail: mismatch while timing" is
+    status "fail", reason "mismatch while timing"; "pass (timing not trusted)" is status "pass", no reason."""
 
+    status: str  # pass | fail | error (an evaluation that did not build: "compile failed", read as "compile")
+    reason: str
 
-def shown(value: object, limit: int = 80) -> str:
-    """A refused value as a message quotes it: its repr, cut to ``limit`` characters, with its length when
-    cut (a 5 MB argument must not come back whole in the answer)."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(str(value))} characters)"
+    @classmethod
+    def read(cls, verdict: str) -> Verdict:
+        head, _, reason = verdict.partition(": ")
+        return cls(head.split(" ", 1)[0], reason)
 
 
 class Finding(BaseModel):
@@ -108,7 +112,7 @@ class CheckResult(BaseModel):
     cases: list[CaseResult] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     problem_degenerate: bool = False
-    cause: str = ""  # a failure's likeliest cause, measured (worker/causes.py), else the failure kind
+    cause: str = ""  # a failure's likeliest cause, measured (worker/judge/causes.py), else the failure kind
     benchmark: list[BenchmarkVerdict] = Field(default_factory=list)  # the benchmark's own contract, beside ours
     memory: MemoryUse | None = None
     seconds: float = 0.0
@@ -264,3 +268,29 @@ class CompileResult(BaseModel):
     cached: bool = False
     seconds: float = 0.0
     log_tail: str = ""
+
+
+class EvaluateRequest(BaseModel):
+    """One evaluation as every caller asks for it (the MCP tool and its job form, the CLI, the optimize loop):
+    built and validated once, where the caller builds it (tools/_request.evaluate_request), then passed down."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    root: Path = Field(description="the workspace whose snapshot store keeps the attempt")
+    problem: Path
+    candidate: Path
+    device: str = "auto"
+    settings: ProfileSettings = Field(default_factory=ProfileSettings)
+    author: str = "agent"
+    note: str = Field("", description="what this attempt tries, kept with its snapshot")
+    parent: str | None = Field(None, description="the snapshot this attempt started from")
+
+
+class EvaluateResult(BaseModel):
+    verdict: str  # the profile's verdict, or "compile failed"
+    passed: bool
+    trusted: bool
+    speedup: float | None = None
+    compile: CompileResult | None = None
+    roofline: RooflineResult | None = None  # holds the profile, which holds the check
+    snapshot: Snapshot

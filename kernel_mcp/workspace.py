@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel_mcp.results import UsageError, shown
+from kernel_mcp.errors import UsageError, shown
 
 MAX_PATH = 4096  # Linux's PATH_MAX, in bytes: no longer path can name a file
 

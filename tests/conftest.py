@@ -62,7 +62,7 @@ def in_server_session(root, script):
     from mcp import Client
 
     from kernel_mcp.server import build_server
-    from kernel_mcp.worker.runner import LocalRunner
+    from kernel_mcp.worker.runners.local import LocalRunner
     runner = LocalRunner(warm=True)  # as build_server would make its own
 
     async def run():
@@ -95,8 +95,8 @@ def repo_pythonpath() -> str:
 def processes_of_cache(cache: Path) -> list[int]:
     """The running processes (zombies aside) of calls that used this private kernel_mcp cache: each process
     of a call carries it in its environment (judge, hosts, step hosts, whatever a candidate forked)."""
-    from kernel_mcp.cache import CACHE_VAR
-    from kernel_mcp.worker import proctree
+    from kernel_mcp.files import CACHE_VAR
+    from kernel_mcp.worker.isolation import proctree
     return proctree.running(proctree.carrying(CACHE_VAR, str(cache)))
 
 
@@ -198,7 +198,7 @@ def pytest_unconfigure(config) -> None:
 
 def pytest_xdist_auto_num_workers(config) -> int:
     """``-n auto``: one worker per core and one more per two cores. Since judges and hosts are forked
-    (worker/fork_server.py), about half of a test's time is waiting (hanging candidates' timeouts, agent
+    (worker/launch/fork_server.py), about half of a test's time is waiting (hanging candidates' timeouts, agent
     turns, timing budgets), not CPU: on 2 cores a third worker cut the suite from 11.3 to 9.9 min
     (BENCHMARKS.md, "The test suite's duration")."""
     cores = os.cpu_count() or 1

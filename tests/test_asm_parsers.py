@@ -1,8 +1,8 @@
 """Parsers of compiler output, on assembly recorded from Triton 3.9 (matmul_bf16's baseline kernel, 64x64x32
 tiles, bf16): tests/fixtures/asm/. A change in the compilers' text format shows up here first."""
-from kernel_mcp.backends import amd, nvidia
-
 from conftest import FIXTURES
+
+from kernel_mcp.backends import amd, nvidia
 
 SASS = (FIXTURES / "asm" / "matmul_bf16_sm90a.sass").read_text()
 AMDGCN = (FIXTURES / "asm" / "matmul_bf16_gfx942.amdgcn").read_text()

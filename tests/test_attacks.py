@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, PROBLEMS, REPO
 
 from kernel_mcp.results import CheckResult
 from kernel_mcp.tools.check import check
-from kernel_mcp.tools.profile import profile, settings_from
-
-from conftest import FIXTURES, PROBLEMS, REPO
+from kernel_mcp.tools._request import settings_from
+from kernel_mcp.tools.profile import profile
 
 ATTACKS = FIXTURES / "attacks"
 CHEATS = REPO / "tests" / "cheats"

@@ -1,9 +1,8 @@
 """Every bundled baseline and solutions/correct passes; every solutions/wrong fails (real processes)."""
 import pytest
+from conftest import PROBLEMS
 
 from kernel_mcp.tools.check import check
-
-from conftest import PROBLEMS
 
 PASSING = sorted(PROBLEMS.glob("*/baseline.py")) + sorted(PROBLEMS.glob("*/solutions/correct/*.py"))
 FAILING = sorted(PROBLEMS.glob("*/solutions/wrong/*.py"))

@@ -10,7 +10,6 @@ import textwrap
 import time
 
 import pytest
-
 from conftest import CHEATS_STATE, PROBLEMS, processes_of_cache, repo_pythonpath
 
 VECTOR_ADD = PROBLEMS / "vector_add"

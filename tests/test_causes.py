@@ -1,15 +1,14 @@
 """Issue 34: a failing verdict names its likeliest cause, each decided by a measurement in the judge
-(kernel_mcp/worker/causes.py), and the benchmark's own contract is reported beside our verdict
-(kernel_mcp/worker/contract.py). Every cause has a candidate it must name and a wrong candidate of another
+(kernel_mcp/worker/judge/causes.py), and the benchmark's own contract is reported beside our verdict
+(kernel_mcp/worker/judge/contract.py). Every cause has a candidate it must name and a wrong candidate of another
 kind it must not be pinned on; on the GPU machine every case also runs on the device."""
 from __future__ import annotations
 
 import pytest
 import torch
+from conftest import FIXTURES, PROBLEMS, REPO
 
 from kernel_mcp.tools.check import check
-
-from conftest import FIXTURES, PROBLEMS, REPO
 
 CHEATS, HONEST = REPO / "tests" / "cheats", REPO / "tests" / "honest"
 ATTACKS, KERNELBENCH = FIXTURES / "attacks", FIXTURES / "kernelbench"
@@ -111,14 +110,14 @@ def test_a_candidate_that_never_ran_has_its_failure_as_its_cause():
 
 
 def test_the_smaller_format_an_output_was_stored_in_is_named_exactly():
-    from kernel_mcp.worker.precision_probe import stored_format
+    from kernel_mcp.worker.judge.precision_probe import stored_format
     x = torch.randn(1000, dtype=torch.float32)
     assert (stored_format(x), stored_format(x.bfloat16().float()), stored_format(x.half().float())) == ("", "bf16", "fp16")
     assert stored_format(torch.zeros(1000)) == ""  # nothing nonzero: nothing to tell
 
 
 def test_a_reduced_precision_rerun_rounds_operands_and_leaves_the_models_weights_alone():
-    from kernel_mcp.worker.precision_probe import RoundedArithmetic
+    from kernel_mcp.worker.judge.precision_probe import RoundedArithmetic
     layer = torch.nn.Linear(64, 32).double()
     before = layer.weight.detach().clone()
     x = torch.randn(8, 64, dtype=torch.float64)

@@ -1,6 +1,6 @@
 """Adversarial candidates (tests/cheats/*.py) against ``check``: none of them may pass.
 
-Each fixture's docstring names the incident or attack it models (DESIGN.md, "Trust: the threat model of
+Each fixture's docstring names the incident or attack it models (docs/threat-model.md, "Incidents it learns from"
 the evaluator"). A wrong pass is the worst bug kernel_mcp can have, so every cheat asserts ``passed is
 False`` and, where the category is stable, the verdict. Honest controls guard against false failures.
 Anything that may damage files runs on a copy of a problem (or of the package) under tmp_path, marked
@@ -22,11 +22,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import CHEATS_STATE, repo_pythonpath
+from conftest import REPO as ROOT
 
 from kernel_mcp.results import CheckResult
 from kernel_mcp.tools.check import check
 
-from conftest import CHEATS_STATE, REPO as ROOT, repo_pythonpath
 CHEATS = ROOT / "tests" / "cheats"
 VECTOR_ADD = ROOT / "problems" / "vector_add"
 MATMUL_FP32 = ROOT / "problems" / "matmul_fp32"
@@ -324,10 +325,10 @@ def test_secret_in_the_cli_processes_environment_is_not_visible() -> None:
 
 
 def test_a_secret_printed_or_raised_by_a_candidate_never_reaches_a_result_or_the_cache(monkeypatch, tmp_path) -> None:
-    """Belt and braces (worker/redact.py): a candidate that has the caller's key anyway (here, written in
+    """Belt and braces (worker/runners/redact.py): a candidate that has the caller's key anyway (here, written in
     it) prints it and raises with it, in a check and in a compile step."""
     from kernel_mcp.tools.compile import compile as compile_candidate
-    from kernel_mcp.worker.runner import LocalRunner
+    from kernel_mcp.worker.runners.local import LocalRunner
     cache = tmp_path / "cache"
     monkeypatch.setenv("KERNEL_MCP_CACHE", str(cache))
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
@@ -400,7 +401,7 @@ def test_a_compile_step_ends_at_once_and_its_daemon_with_it(tmp_path, monkeypatc
 # the change ("guarded": fail: tampering).
 @pytest.fixture(params=["sealed", "guarded"])
 def defence(request, monkeypatch) -> str:
-    from kernel_mcp.worker import sandbox
+    from kernel_mcp.worker.isolation import sandbox
     if request.param == "guarded":
         monkeypatch.setenv("KERNEL_MCP_PID_NAMESPACE", "0")
     elif not sandbox.sealed_for_candidates((str(ROOT), "/tmp")):

@@ -5,11 +5,10 @@ import shutil
 import textwrap
 
 import pytest
-
-from kernel_mcp.results import UsageError
-from kernel_mcp.tools.check import check
-
 from conftest import FIXTURES, PROBLEMS, kernelbench_files
+
+from kernel_mcp.errors import UsageError
+from kernel_mcp.tools.check import check
 
 KB = FIXTURES / "kernelbench"
 
@@ -222,8 +221,9 @@ def test_the_precision_contract_sets_the_judges_numerics():
     """strict: no TF32 in the judge (an fp32 problem's honest reference is fp32); torch_defaults: PyTorch's
     own defaults, which a candidate process also gets; KernelBench files default to the latter."""
     import torch
+
     from kernel_mcp.problem import load_problem
-    from kernel_mcp.worker import numerics
+    from kernel_mcp.worker.judge import numerics
     assert numerics.apply("strict", "cpu") == ""
     assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
     numerics.apply("torch_defaults", "cpu")

@@ -4,10 +4,9 @@ import subprocess
 import sys
 
 import pytest
-
-from kernel_mcp.launch import check_device
-
 from conftest import PROBLEMS, REPO
+
+from kernel_mcp.cli.launch import check_device
 
 
 def run(*args, timeout=600):
@@ -78,12 +77,12 @@ def test_human_output_and_demo_table():
 def test_demo_shows_every_bundled_problem_unless_told_and_refuses_a_name_it_lacks():
     from typer.testing import CliRunner
 
-    from kernel_mcp import cli
-    from kernel_mcp.cli_demo import demo_problems
+    from kernel_mcp.cli.demo import demo_problems
+    from kernel_mcp.cli.main import app
     bundled = sorted(p.name for p in PROBLEMS.iterdir() if (p / "task.yml").exists())
     assert [folder.name for folder in demo_problems([])] == bundled
     assert all(sorted((PROBLEMS / name / "solutions" / "wrong").glob("*.py")) for name in bundled)  # one to catch
-    refused = CliRunner().invoke(cli.app, ["demo", "vector_ad"])
+    refused = CliRunner().invoke(app, ["demo", "vector_ad"])
     assert refused.exit_code == 2 and "vector_add" in refused.output, refused.output
 
 
@@ -91,24 +90,24 @@ def test_calibrate_table_names_each_mix_and_the_roof(monkeypatch):
     """The rendering of a calibration (measuring needs a GPU; tests/test_gpu_profile.py does that)."""
     from typer.testing import CliRunner
 
-    from kernel_mcp import cli
+    from kernel_mcp.cli.main import app
     from kernel_mcp.tools import calibrate
     measured = calibrate.Calibration(
         device_name="GPU A", measured_at="2026-11-30T00:00:00Z", torch_version="x",
         bandwidth_by_mix={"copy (1 read : 1 write)": 4.16e12, "sum (read only)": 4.35e12},
         matmul_flops_per_s={"bf16_tensor": 7.93e14})
     monkeypatch.setattr(calibrate, "calibrate", lambda on_progress=None: measured)
-    text = CliRunner().invoke(cli.app, ["calibrate"], terminal_width=200).output
+    text = CliRunner().invoke(app, ["calibrate"], terminal_width=200).output
     assert "copy (1 read : 1 write)" in text and "4.16 TB/s" in text and "793.0 TFLOP/s" in text
     assert "4.35 TB/s (the roof)" in text and "4.16 TB/s (the roof)" not in text
-    as_json = json.loads(CliRunner().invoke(cli.app, ["calibrate", "--json"]).output)
+    as_json = json.loads(CliRunner().invoke(app, ["calibrate", "--json"]).output)
     assert as_json["bandwidth_bytes_per_s"] == 4.35e12
 
 
 # what a process that runs kernel_mcp's entry point reports about itself as it exits (PR_GET_DUMPABLE = 3)
 REPORT_DUMPABLE = ("import atexit, ctypes, sys; libc = ctypes.CDLL(None); "
                    "atexit.register(lambda: sys.stderr.write(f'dumpable={libc.prctl(3, 0, 0, 0, 0)}\\n')); "
-                   "sys.argv = ['kernel-mcp', *sys.argv[1:]]; from kernel_mcp.launch import main; main()")
+                   "sys.argv = ['kernel-mcp', *sys.argv[1:]]; from kernel_mcp.cli.launch import main; main()")
 
 
 @pytest.mark.parametrize("args", [["--help"], ["serve", "--root", "."]])

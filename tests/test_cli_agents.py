@@ -12,14 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from kernel_mcp.agent.cli_agents import _claude_turn, _codex_turn
-
 from conftest import repo_pythonpath, vector_add_on_one_shape
 from fakes.anthropic_api import USAGE, AnthropicFake
 from fakes.model_server import ToolScript
 from fakes.openai_responses import ResponsesFake, _tool_names
 from node_tools import node_cli_or_skip
+
+from kernel_mcp.agent.providers.cli_agents import _claude_turn, _codex_turn
 
 START = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
 PROPOSAL = {"edit": "```python\nimport torch\n\n\ndef custom_kernel(data):\n    a, b = data\n"
@@ -65,7 +64,7 @@ def test_a_cli_agent_without_its_cli_is_a_usage_error_before_any_work(tmp_path):
 def test_a_session_cut_off_by_a_kill_has_its_usage_recovered_from_its_stream(tmp_path):
     """kill -9 of the orchestrator mid-session: the episode has no turn, the CLI's stream shows what was
     spent (partial: no result line); an episode whose turn was journaled is left alone."""
-    from kernel_mcp.agent.cli_agents import CliAgent, lost_turns
+    from kernel_mcp.agent.providers.cli_agents import CliAgent, lost_turns
     message = {"id": "m1", "model": "claude-opus-4-5", "usage": {"input_tokens": 40, "output_tokens": 4}}
     (tmp_path / "island-0-3.jsonl").write_text(json.dumps({"prompt": "p"}) + "\n")
     (tmp_path / "island-0-3.stream.jsonl").write_text(json.dumps({"type": "assistant", "message": message}) + "\n{\"type\": \"assi")
@@ -85,7 +84,7 @@ SILENT = "import sys, time; print('{\"type\": \"hello\"}', flush=True); print('b
 def test_an_agent_process_is_killed_when_silent_or_ended_never_while_a_tool_runs(tmp_path, ended, busy, why):
     """S6: silent with no tool call running -> killed (group and all); ended by the loop -> killed after the
     grace; a tool call running keeps it alive (here until it exits by itself: a 2 s script)."""
-    from kernel_mcp.worker.agent_process import run_agent_process
+    from kernel_mcp.worker.launch.agent import run_agent_process
     code = SILENT if why else SILENT.replace("time.sleep(60)", "time.sleep(2); sys.exit(3)")
     stream = tmp_path / "episode.jsonl"
     events, said = run_agent_process([sys.executable, "-c", code], dict(os.environ), tmp_path, stream,

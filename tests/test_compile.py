@@ -6,13 +6,12 @@ import subprocess
 import sys
 
 import pytest
-
-from kernel_mcp import occupancy
-from kernel_mcp.backends import hip
-from kernel_mcp.results import UsageError
-from kernel_mcp.tools.compile import compile
-
 from conftest import CUDA_FIXTURE, PROBLEMS, broken_cuda_candidate
+
+from kernel_mcp.backends import hip
+from kernel_mcp.errors import UsageError
+from kernel_mcp.hardware import occupancy
+from kernel_mcp.tools.compile import compile
 
 TARGETS = ["sm_80", "sm_90a", "sm_100", "gfx90a", "gfx942", "gfx950"]
 BUNDLED = sorted(p.name for p in PROBLEMS.iterdir() if (p / "task.yml").exists())

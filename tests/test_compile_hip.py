@@ -4,11 +4,10 @@ candidate's lines. Runs the real hipcc (Debian's `hipcc` package or ROCm); skipp
 import subprocess
 
 import pytest
+from conftest import CUDA_FIXTURE, PROBLEMS, REPO, broken_cuda_candidate
 
 from kernel_mcp.backends import hip
 from kernel_mcp.tools.compile import compile
-
-from conftest import CUDA_FIXTURE, PROBLEMS, REPO, broken_cuda_candidate
 
 HIP_FIXTURE = REPO / "tests" / "fixtures" / "hip" / "reverse_add.py"
 pytestmark = pytest.mark.skipif(hip.hipcc() is None, reason="hipcc is not installed (apt-get install hipcc, or ROCm)")

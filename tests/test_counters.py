@@ -10,21 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kernel_mcp.counters import (
-    NCU_METRICS,
-    NCU_STALL_REASONS,
-    NVTX_RANGE,
-    ROCPROF_PASSES,
-    CounterReport,
-    KernelCounters,
-    merge_rocprof_passes,
-    ncu_command,
-    parse_ncu_csv,
-    parse_rocprof,
-    rocprof_command,
-    run_counters,
-    summarize,
-)
+from kernel_mcp.counters import (NCU_METRICS, NCU_STALL_REASONS, NVTX_RANGE, ROCPROF_PASSES, CounterReport,
+                                 KernelCounters, merge_rocprof_passes, ncu_command, parse_ncu_csv, parse_rocprof,
+                                 rocprof_command, summarize)
+from kernel_mcp.worker.launch.counters import run_counters
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "counters"
 

@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernel_mcp import devices
-from kernel_mcp.devices import (FLOP_KEYS, MiB, TABLE, Ceilings, dtype_unit, fastest_peak, lookup,
-                                present_device)
+from kernel_mcp.hardware import devices
+from kernel_mcp.hardware.devices import (FLOP_KEYS, TABLE, Ceilings, MiB, dtype_unit, fastest_peak, lookup,
+                                         present_device)
 
 
 def by_name(name: str) -> Ceilings:

@@ -1,4 +1,4 @@
-"""The judge's dispatch modes (worker/dispatch_mode.py) leave torch's compiler stack unimported: torch's own
+"""The judge's dispatch modes (worker/judge/dispatch_mode.py) leave torch's compiler stack unimported: torch's own
 wrap of a mode's ``__torch_dispatch__`` imported it on the first op, 1.0 CPU-s in every judge. A reference
 that uses torch.compile must still run under them, with the same values and the reduction length traced."""
 import subprocess
@@ -6,14 +6,13 @@ import sys
 
 import torch
 
-from kernel_mcp.worker.precision_probe import RoundedArithmetic
-from kernel_mcp.worker.reduction_trace import ReductionTrace
+from kernel_mcp.worker.judge.reduction_trace import ReductionTrace
 
 FIRST_OPS = """
 import sys
 import torch
-from kernel_mcp.worker.precision_probe import RoundedArithmetic
-from kernel_mcp.worker.reduction_trace import ReductionTrace
+from kernel_mcp.worker.judge.precision_probe import RoundedArithmetic
+from kernel_mcp.worker.judge.reduction_trace import ReductionTrace
 a, b = torch.randn(8, 16, dtype=torch.float64), torch.randn(16, 4, dtype=torch.float64)
 for mode in (ReductionTrace(), RoundedArithmetic("bf16", every_op=True)):
     with mode:

@@ -13,14 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO, processes_of_cache, repo_pythonpath, vector_add_on_one_shape
 from mcp import Client
 
+from kernel_mcp.history.snapshots import Store
 from kernel_mcp.server import build_server
-from kernel_mcp.snapshots import Store
-from kernel_mcp.worker import proctree
-from kernel_mcp.worker.runner import LocalRunner
-
-from conftest import REPO, processes_of_cache, repo_pythonpath, vector_add_on_one_shape
+from kernel_mcp.worker.isolation import proctree
+from kernel_mcp.worker.runners.local import LocalRunner
 
 CHEATS = REPO / "tests" / "cheats"
 SECRET = "sk-test-secret-kernel-mcp"

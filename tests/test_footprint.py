@@ -1,12 +1,11 @@
 """The memory a check needs, known before a candidate runs: measured on the reference, refused up front
 when it cannot fit (GPU halves in test_gpu.py)."""
 import pytest
+from conftest import kernelbench_files
 
 from kernel_mcp.problem import load_problem
-from kernel_mcp.worker import footprint
-from kernel_mcp.worker.reference_runtime import ReferenceRuntime
-
-from conftest import kernelbench_files
+from kernel_mcp.worker.judge import footprint
+from kernel_mcp.worker.judge.reference import ReferenceRuntime
 
 SOFTMAX = """
 import torch
@@ -93,8 +92,8 @@ def test_the_shared_inputs_are_freed_as_soon_as_the_judge_drops_them():
 
     import torch
 
-    from kernel_mcp.worker.candidate_host import input_placeholder
-    from kernel_mcp.worker.outputs import resolve_input_refs
+    from kernel_mcp.worker.protocol import input_placeholder
+    from kernel_mcp.worker.judge.outputs import resolve_input_refs
     shared = (torch.randn(16), torch.randn(16))
     alive = [weakref.ref(t) for t in shared]
     gc.disable()
@@ -110,8 +109,8 @@ def test_the_shared_inputs_are_freed_as_soon_as_the_judge_drops_them():
 def test_a_degenerate_probes_constant_is_the_outputs_mean_taken_a_piece_at_a_time():
     import torch
 
-    from kernel_mcp.tolerance import CHUNK
-    from kernel_mcp.worker.degenerate import _mean
+    from kernel_mcp.worker.judge.degenerate import _mean
+    from kernel_mcp.worker.judge.tolerance import CHUNK
     t = torch.rand(CHUNK + 12345, dtype=torch.float32) + 1e4  # more than one piece; a float32 sum would drift
     assert _mean(t) == pytest.approx(t.double().mean().item(), rel=1e-12)
     assert _mean(torch.ones(0)) == 0.0
@@ -122,8 +121,8 @@ def test_parking_inputs_leaves_host_or_shared_inputs_where_they_are():
     where each input is; on the H200 test_gpu.py shows them parked and returned bit for bit."""
     import torch
 
-    from kernel_mcp import tensors
-    from kernel_mcp.worker.host_memory import inputs_parked
+    from kernel_mcp.worker import tensors
+    from kernel_mcp.worker.judge.parking import inputs_parked
     x = torch.randn(8, 4)
     tree = (x, x[1:], torch.arange(3))
     with inputs_parked(tree, tight=True) as parked:

@@ -1,4 +1,4 @@
-"""Judges and step hosts forked from the caller's fork server (worker/fork_server.py): what the server may
+"""Judges and step hosts forked from the caller's fork server (worker/launch/fork_server.py): what the server may
 hold, that it goes with its caller, and the ways back to exec'd processes."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import PROBLEMS, REPO, repo_pythonpath
-from kernel_mcp.worker import fork_client
-from kernel_mcp.worker.client import JudgeProcess
+
+from kernel_mcp.worker.launch import fork_client
+from kernel_mcp.worker.launch.judge import JudgeProcess
 from kernel_mcp.worker.protocol import JudgeRequest
 
 CHEAT_UTIL = Path(__file__).resolve().parent / "cheats" / "_cheat_util.py"
@@ -51,7 +51,7 @@ def test_judges_come_from_one_server_that_never_holds_their_keys(monkeypatch, tm
     finally:
         for judge in judges:
             judge.close()
-    assert any(b"kernel_mcp.worker.judge_start" in region for region in memory), "the scan proves nothing"
+    assert any(b"kernel_mcp.worker.judge.start" in region for region in memory), "the scan proves nothing"
     for judge in judges:
         for secret in (judge.key, judge.key.hex().encode()):
             assert not any(secret in region for region in memory)
@@ -62,8 +62,8 @@ CALLER = """
 import os, signal, sys, time
 from pathlib import Path
 from kernel_mcp.tools.check import check
-from kernel_mcp.worker import fork_client
-from kernel_mcp.worker.client import JudgeProcess
+from kernel_mcp.worker.launch import fork_client
+from kernel_mcp.worker.launch.judge import JudgeProcess
 problem = Path(sys.argv[1])
 def checked(expect_forked):
     made = []
@@ -126,7 +126,7 @@ def test_a_kernel_mcp_file_edited_after_the_server_imported_it_gets_a_new_server
     """A developer edits kernel_mcp while a server runs: its next judge runs the new code."""
     copy = tmp_path / "src"
     shutil.copytree(REPO / "kernel_mcp", copy / "kernel_mcp", ignore=shutil.ignore_patterns("__pycache__"))
-    done = run_caller(EDITED, str(tmp_path / "cache"), str(copy / "kernel_mcp" / "worker" / "check_run.py"),
+    done = run_caller(EDITED, str(tmp_path / "cache"), str(copy / "kernel_mcp" / "worker" / "judge" / "check.py"),
                       pythonpath=os.pathsep.join([str(copy), repo_pythonpath()]))
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr[-3000:]
 
@@ -151,7 +151,7 @@ def test_the_fork_server_and_its_judges_end_with_their_caller(tmp_path):
         caller.wait()
     import time
 
-    from kernel_mcp.worker import proctree
+    from kernel_mcp.worker.isolation import proctree
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and proctree.running([server, judge]):
         time.sleep(0.05)
@@ -160,7 +160,7 @@ def test_the_fork_server_and_its_judges_end_with_their_caller(tmp_path):
 
 STEPS = """
 from kernel_mcp.tools.compile import compile as compile_candidate
-from kernel_mcp.worker.steps import StepProcess
+from kernel_mcp.worker.launch.step import StepProcess
 def compiled(target):  # each a target not built yet: a build cached before starts no step
     made = []
     original = StepProcess._start

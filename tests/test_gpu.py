@@ -1,10 +1,9 @@
 """On a real GPU (skipped elsewhere): CUDA IPC transport, the GPU MODE layout with device='cuda'
 hard-coded, and CUDA errors that must fail cleanly without breaking the next check."""
 import pytest
+from conftest import FIXTURES, PROBLEMS, kernelbench_files
 
 from kernel_mcp.tools.check import check
-
-from conftest import FIXTURES, PROBLEMS, kernelbench_files
 
 pytestmark = pytest.mark.gpu
 
@@ -219,7 +218,7 @@ def test_output_and_input_heavy_problems_are_checked_within_three_times_the_refe
 def test_inputs_parked_for_the_float64_run_come_back_bit_for_bit_and_free_the_device():
     import torch
 
-    from kernel_mcp.worker.host_memory import inputs_parked
+    from kernel_mcp.worker.judge.parking import inputs_parked
     x, y = torch.randn(1 << 26, device="cuda"), torch.randint(0, 9, (1000,), device="cuda")  # 256 MiB
     before, held = (x.clone(), y.clone()), torch.cuda.memory_allocated()
     with inputs_parked((x, y), tight=True) as parked:
@@ -235,8 +234,8 @@ def test_the_references_own_run_waits_in_host_memory_whatever_its_layout():
     float64 run has it, and comes back with the same values."""
     import torch
 
-    from kernel_mcp.worker.host_memory import run_parked
-    from kernel_mcp.worker.roles import Roles, TaskRun
+    from kernel_mcp.worker.judge.parking import run_parked
+    from kernel_mcp.worker.judge.roles import Roles, TaskRun
     out = torch.randn(64, 1 << 20, device="cuda").t()  # 256 MiB, a view
     run = TaskRun(roles=Roles(count=1, read=frozenset({0}), written=frozenset()), output=(out, 3), after={0: out[:, :2]})
     before, held = out.clone(), torch.cuda.memory_allocated()

@@ -3,11 +3,10 @@ passes check; Triton register counts match what the driver reports for the loade
 import importlib.util
 
 import pytest
+from conftest import PROBLEMS, REPO
 
 from kernel_mcp.tools.check import check
 from kernel_mcp.tools.compile import compile
-
-from conftest import PROBLEMS, REPO
 
 pytestmark = pytest.mark.gpu
 
@@ -46,9 +45,10 @@ def test_triton_resources_match_the_driver(name, tmp_path, monkeypatch):
     """Registers, spills and shared memory from compile (for the present GPU, on the smallest test input)
     equal what the driver reports for the kernels the baseline really launched on that input."""
     import torch
+
     from kernel_mcp.problem import load_problem
-    from kernel_mcp.worker.reference_runtime import ReferenceRuntime
-    from kernel_mcp.worker.triton_record import smallest_test
+    from kernel_mcp.worker.judge.reference import ReferenceRuntime
+    from kernel_mcp.worker.steps.triton_record import smallest_test
     monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path))
     problem, baseline = PROBLEMS / name, PROBLEMS / name / "baseline.py"
     builds = compile(baseline, problem=problem).builds

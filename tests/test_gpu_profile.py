@@ -3,10 +3,11 @@ stay trusted, and figures only a GPU has (CUPTI kernel time, graph replay). Run 
 timing tests that share a GPU with other tests disturb each other."""
 import pytest
 import yaml
-
-from kernel_mcp.tools.profile import profile, settings_from
-
 from conftest import PROBLEMS, REPO
+
+from kernel_mcp.tools._request import settings_from
+
+from kernel_mcp.tools.profile import profile
 
 pytestmark = pytest.mark.gpu
 CHEATS = REPO / "tests" / "timing_cheats"
@@ -118,7 +119,7 @@ def test_calibrate_measures_plausible_ceilings(tmp_path, monkeypatch):
     the roof is the best of the mixes, and the cache holds what was returned."""
     import torch
 
-    from kernel_mcp import devices
+    from kernel_mcp.hardware import devices
     from kernel_mcp.tools import calibrate
     monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path))
     result = calibrate.calibrate()

@@ -2,7 +2,7 @@
 import marshal
 import py_compile
 
-from kernel_mcp.worker.guard import FileGuard
+from kernel_mcp.worker.runners.guard import FileGuard
 
 
 def make_folder(tmp_path):

@@ -1,6 +1,6 @@
 """Issue 34: every honest order of summation passes a task that declares no tolerance and no reduction length,
-and every precision downgrade still fails it. The judge finds K itself (worker/reduction_trace.py) and bounds
-an element by what any order of summing K terms stays within (tolerance.py), the reference's own (cuBLAS,
+and every precision downgrade still fails it. The judge finds K itself (worker/judge/reduction_trace.py) and bounds
+an element by what any order of summing K terms stays within (judge/tolerance.py), the reference's own (cuBLAS,
 MKL) error only a floor. Problems in tests/fixtures/honest; honest kernels in tests/honest; downgrades in
 tests/cheats (matmul_*). On the GPU machine each case also runs on the device; bench/false_alarm_bench.py
 runs them over many fresh seeds and reduction lengths."""
@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import FIXTURES, REPO
 
 from kernel_mcp.tools.check import check
-from kernel_mcp.worker.reduction_trace import ReductionTrace
-
-from conftest import FIXTURES, REPO
+from kernel_mcp.worker.judge.reduction_trace import ReductionTrace
 
 HONEST_PROBLEMS = FIXTURES / "honest"
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]

@@ -1,4 +1,4 @@
-"""Candidate hosts forked from the judge's early copy (worker/host_factory.py): what the copy may hold, and the
+"""Candidate hosts forked from the judge's early copy (worker/host/factory.py): what the copy may hold, and the
 way back to exec'd hosts."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import CHEATS_STATE, PROBLEMS, repo_pythonpath
-from kernel_mcp.worker.client import JudgeProcess
+
+from kernel_mcp.worker.launch.judge import JudgeProcess
 from kernel_mcp.worker.protocol import JudgeRequest
 
 CHEAT = Path(__file__).resolve().parent / "cheats" / "key_in_own_memory.py"
@@ -46,8 +46,9 @@ def test_a_host_holds_no_copy_of_the_judges_key(fork, monkeypatch):
 # a script's first lines: a process made as the judge makes itself (a non-dumpable subreaper)
 AS_JUDGE = """
 import os, sys, time
-from kernel_mcp.worker import host_factory, proctree, sandbox
-from kernel_mcp.worker.session import CandidateSession
+from kernel_mcp.worker.host import factory as host_factory
+from kernel_mcp.worker.isolation import proctree, sandbox
+from kernel_mcp.worker.judge.session import CandidateSession
 sandbox.harden_trusted_process()
 """
 

@@ -12,14 +12,13 @@ from pathlib import Path
 
 import anyio
 import pytest
-
-from kernel_mcp import agent_files as texts
-from kernel_mcp import install as inst
-from kernel_mcp.install import CLIENTS, InstallResult, install
-from kernel_mcp.results import UsageError
-
 from conftest import REPO, repo_pythonpath
 from node_tools import node_cli_or_skip
+
+from kernel_mcp.errors import UsageError
+from kernel_mcp.install import agent_files as texts
+from kernel_mcp.install import command as inst
+from kernel_mcp.install.command import CLIENTS, InstallResult, install
 
 SKILL_NAMES = [s.name for s in texts.load_skills()]
 

@@ -4,17 +4,16 @@ import shutil
 
 import pytest
 import yaml
-
-from kernel_mcp.agent.budget import Budget
-from kernel_mcp.agent.conversation import Conversation
-from kernel_mcp.agent.islands import adopt_best, best_parent
-from kernel_mcp.agent.loop import Optimizer
-from kernel_mcp.agent.report import report
-from kernel_mcp.agent.run_folder import RunConfig, RunFolder, candidate_hash
-from kernel_mcp.agent.runlog import read
-
 from conftest import PROBLEMS
 from fakes.scripted_apis import Move, Scripted
+
+from kernel_mcp.agent.loop.conversation import Conversation
+from kernel_mcp.agent.loop.migrate import adopt_best, best_parent
+from kernel_mcp.agent.loop.optimizer import Optimizer
+from kernel_mcp.agent.report.report import report
+from kernel_mcp.agent.run.budget import Budget
+from kernel_mcp.agent.run.folder import RunConfig, RunFolder, candidate_hash
+from kernel_mcp.agent.run.journal import read
 
 BASE, NARROW, WIDE = "BLOCK = 1024\n", "BLOCK = 4096\n", "BLOCK = 8192\n"
 
@@ -54,7 +53,7 @@ def test_a_parent_is_chosen_by_its_lower_confidence_bound_and_migrates_only_when
         assert adopt_best(opt, "1") == "0"
         assert opt.state.incumbents["1"] == candidate_hash(NARROW.encode())
         assert adopt_best(opt, "0") == ""  # it already holds the best: nothing recorded
-        migrations = [r.model_extra["how"] for r in folder.log.records if r.kind == "promotion"]
+        migrations = [r.fields()["how"] for r in folder.log.records if r.kind == "promotion"]
         assert migrations.count("migrated from island 0") == 1
 
 
@@ -102,9 +101,9 @@ def test_two_islands_each_hold_their_own_sessions_and_share_one_baseline(tmp_pat
                                device="cpu", budget_s=2.0, shapes="tests", tune=False).run()
     records = read(tmp_path / "run" / "journal.jsonl")
     assert reason.count("proposed nothing") == 2, reason  # each island ran dry on its own
-    assert [r.model_extra["role"] for r in records if r.kind == "done"] == ["baseline"]
-    assert {r.model_extra["island"] for r in records if r.kind == "episode_started"} == {"0", "1"}
-    assert sorted(r.model_extra["island"] for r in records if r.kind == "restart") == ["0", "1"]
+    assert [r.fields()["role"] for r in records if r.kind == "done"] == ["baseline"]
+    assert {r.fields()["island"] for r in records if r.kind == "episode_started"} == {"0", "1"}
+    assert sorted(r.fields()["island"] for r in records if r.kind == "restart") == ["0", "1"]
     assert len(fake.requests) == 4 and len(list((tmp_path / "run" / "episodes").glob("island-*.jsonl"))) == 4
 
 
@@ -129,7 +128,7 @@ def test_candidates_evaluated_but_not_judged_before_a_kill_are_judged_on_resume(
 
 def _journal(*events):
     """Records from (kind, island, hash, ratio) tuples; promotions chain from the previous one's kernel."""
-    from kernel_mcp.agent.runlog import Record
+    from kernel_mcp.agent.run.records import parse_record
     records, previous = [], None
     for seq, (kind, island, key, ratio) in enumerate(events):
         fields = {"island": island}
@@ -137,7 +136,7 @@ def _journal(*events):
             how = "baseline" if ratio is None else "proposal"
             fields.update(candidate_hash=key, how=how, speedup=ratio, previous=previous)
             previous = key
-        records.append(Record(seq=seq, at=float(seq), kind=kind, **fields))
+        records.append(parse_record(dict(seq=seq, at=float(seq), kind=kind, **fields)))
     return records
 
 
@@ -155,12 +154,12 @@ def _journal(*events):
                                              ("epoch_started", "1", "", None), ("epoch_started", "1", "", None)], "0", 0),
 ])
 def test_epochs_without_gain_count_the_latest_hard_restarts_that_beat_nothing(name, events, island, expected):
-    from kernel_mcp.agent.summary import epochs_without_gain
+    from kernel_mcp.agent.run.facts import epochs_without_gain
     assert epochs_without_gain(_journal(*events), island) == expected, name
 
 
 def test_two_fruitless_epochs_make_the_ladder_stop_the_island(tmp_path):
-    from kernel_mcp.stall import StallPolicy, ladder
+    from kernel_mcp.history.stall import StallPolicy, ladder
     folder, opt = _run_with(tmp_path)
     with folder:
         conversation = Conversation(opt, "1")
@@ -174,15 +173,15 @@ def test_two_fruitless_epochs_make_the_ladder_stop_the_island(tmp_path):
 def test_a_gain_must_clear_the_runs_noise_margin_from_its_a_a_run(tmp_path, monkeypatch):
     """The same 1.5x [1.4, 1.6] comparison promotes under the 1% floor and does not once the baseline, timed
     against itself, showed a spread that sets the margin at 50%; the A/A run is measured once per run."""
-    from kernel_mcp.agent import loop
+    from kernel_mcp.agent.loop import optimizer
     from kernel_mcp.stats import Ratio
     timed = []
 
     def fake_compare(problem, incumbent, candidate, device, settings, runner=None):
         timed.append((incumbent.name, candidate.name))
         return Ratio(1.5, 1.4, 1.6) if incumbent != candidate else Ratio(1.0, 0.8, 1.25)
-    monkeypatch.setattr(loop, "compare_files", fake_compare)
-    monkeypatch.setattr(loop, "noise_margin", lambda problem, kernel, *rest: (
+    monkeypatch.setattr(optimizer, "compare_files", fake_compare)
+    monkeypatch.setattr(optimizer, "noise_margin", lambda problem, kernel, *rest: (
         fake_compare(problem, kernel, kernel, *rest), 0.5))
     folder, opt = _run_with(tmp_path)
     with folder:
@@ -203,17 +202,17 @@ def test_the_reports_best_so_far_is_the_summarys_best_not_the_narrowest_referenc
     """Kernel a's promotion was confirmed at 1.5x [1.4, 1.6] over the baseline, b's at 1.3x [1.25, 1.35]; b's
     own evaluation against the reference happens to have the tighter, higher interval. The plot, like the
     summary, keeps a: unpaired intervals from separate evaluations do not rank kernels."""
-    from kernel_mcp.agent.report_plots import progress_series
-    from kernel_mcp.agent.runlog import Record
-    from kernel_mcp.agent.summary import confirmed_gains
+    from kernel_mcp.agent.report.plots import progress_series
+    from kernel_mcp.agent.run.facts import confirmed_gains
+    from kernel_mcp.agent.run.records import parse_record
 
     def done(seq, key, speedup, ci):
-        return Record(seq=seq, at=float(seq), kind="done", candidate_hash=key, passed=True, trusted=True,
-                      speedup=speedup, speedup_ci=ci)
+        return parse_record(dict(seq=seq, at=float(seq), kind="done", candidate_hash=key, passed=True, trusted=True,
+                      speedup=speedup, speedup_ci=ci))
 
     def promotion(seq, island, key, ratio, previous):
-        return Record(seq=seq, at=float(seq), kind="promotion", island=island, candidate_hash=key,
-                      how="proposal" if ratio else "baseline", speedup=ratio, previous=previous)
+        return parse_record(dict(seq=seq, at=float(seq), kind="promotion", island=island, candidate_hash=key,
+                      how="proposal" if ratio else "baseline", speedup=ratio, previous=previous))
     records = [done(0, "base", 1.0, [0.98, 1.02]), promotion(1, "0", "base", None, None),
                done(2, "a", 1.5, [1.2, 1.8]), promotion(3, "0", "a", [1.5, 1.4, 1.6], "base"),
                done(4, "b", 1.35, [1.3, 1.4]), promotion(5, "1", "b", [1.3, 1.25, 1.35], "base")]

@@ -1,4 +1,4 @@
-"""kernel_mcp/jobs.py with real threads: a job reports progress while it runs, ends done or failed, is
+"""kernel_mcp/server/jobs.py with real threads: a job reports progress while it runs, ends done or failed, is
 waited on for at most the time asked, is kept for a while after it ends, and is refused when too many run."""
 import threading
 import time
@@ -6,8 +6,8 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from kernel_mcp.jobs import JobBoard
-from kernel_mcp.results import UsageError
+from kernel_mcp.errors import UsageError
+from kernel_mcp.server.jobs import JobBoard
 
 
 class Answer(BaseModel):

@@ -1,4 +1,4 @@
-"""worker/kernel_cache.py: each candidate's kernel builds kept apart, copied in without touching what a
+"""worker/isolation/kernel_cache.py: each candidate's kernel builds kept apart, copied in without touching what a
 running process has loaded, Triton's group files pointing at the copy."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kernel_mcp.worker import kernel_cache
+from kernel_mcp.worker.isolation import kernel_cache
 
 
 @pytest.fixture

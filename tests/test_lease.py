@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import PROBLEMS, REPO, repo_pythonpath
 
 from kernel_mcp.worker import lease
 from kernel_mcp.worker.protocol import Device
-
-from conftest import PROBLEMS, REPO, repo_pythonpath
 
 GIB = 1 << 30
 FAKE_GPU = Device(kind="cuda", index=0, vendor="nvidia", name="test GPU", uuid="GPU-test-lease",

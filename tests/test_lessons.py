@@ -1,5 +1,6 @@
-"""Lessons rendered into a restart's brief (kernel_mcp/agent/lessons.py): numbers kept, budget held."""
-from kernel_mcp.agent.lessons import Lesson, render_brief
+"""Lessons rendered into a restart's brief (kernel_mcp/agent/loop/lessons.py): numbers kept, budget held."""
+from kernel_mcp.agent.loop.lessons import render_brief
+from kernel_mcp.agent.run.records import Lesson
 
 
 def test_the_brief_keeps_each_claims_numbers_and_sections():

@@ -1,4 +1,4 @@
-"""The loop on one island with a model agent (kernel_mcp/agent/loop.py, conversation.py), on the CPU: a
+"""The loop on one island with a model agent (kernel_mcp/agent/loop/optimizer.py, conversation.py), on the CPU: a
 loopback Anthropic API plays a scripted model that proposes an improving edit, an edit that does not
 apply, a repeat of the best, and a wrong kernel, then runs out of ideas. Real evaluate, profile and git.
 The improvement is BLOCK 128 -> 1024 on one 16,384-element shape under the interpreter (~7x): far above any
@@ -6,13 +6,12 @@ loaded machine's margin, so these run beside other tests."""
 import json
 
 import pytest
-
-from kernel_mcp.agent.loop import Budget, Optimizer
-from kernel_mcp.agent.run_folder import RunConfig, RunFolder
-from kernel_mcp.agent.runlog import read
-
 from conftest import vector_add_on_one_shape
 from fakes.scripted_apis import Move, Scripted
+
+from kernel_mcp.agent.loop.optimizer import Budget, Optimizer
+from kernel_mcp.agent.run.folder import RunConfig, RunFolder
+from kernel_mcp.agent.run.journal import read
 
 
 def _edit(old, new):
@@ -43,8 +42,8 @@ def test_a_scripted_model_improves_is_refused_and_runs_dry(tmp_path, monkeypatch
             state = folder.state
     assert reason.startswith("stop: the agent proposed nothing"), reason
     records = read(tmp_path / "run" / "journal.jsonl")
-    promoted = [r.model_extra["candidate_hash"] for r in records if r.kind == "promotion"]
-    done = [r.model_extra for r in records if r.kind == "done"]
+    promoted = [r.fields()["candidate_hash"] for r in records if r.kind == "promotion"]
+    done = [r.fields() for r in records if r.kind == "done"]
     assert len(done) == 3  # baseline, the improvement, the wrong kernel: nothing for the bad edit or the repeat
     assert [d["role"] for d in done] == ["baseline", "candidate", "candidate"]
     assert promoted == [done[0]["candidate_hash"], done[1]["candidate_hash"]]  # the wrong one never
@@ -55,9 +54,9 @@ def test_a_scripted_model_improves_is_refused_and_runs_dry(tmp_path, monkeypatch
     assert any("evaluated before" in s for s in sent)
     # every request was a priced turn: (100 input x $5 + 20 output x $25) per million tokens
     assert state.turns == len(fake.requests) and abs(state.spend_usd - 0.001 * state.turns) < 1e-9
-    lessons = [r.model_extra["verdict"] for r in records if r.kind == "lesson"]
+    lessons = [r.fields()["verdict"] for r in records if r.kind == "lesson"]
     assert lessons == ["worked", "failed"]
-    noise = [r.model_extra for r in records if r.kind == "noise"]  # the A/A run, once, before any comparison
+    noise = [r.fields() for r in records if r.kind == "noise"]  # the A/A run, once, before any comparison
     assert len(noise) == 1 and noise[0]["delta"] >= 0.01 and state.delta == noise[0]["delta"]
     first_comparison = min(r.seq for r in records if r.kind == "lesson")
     assert next(r.seq for r in records if r.kind == "noise") < first_comparison
@@ -68,7 +67,7 @@ def test_a_resumed_run_finishes_what_was_in_flight_and_keeps_its_spend(tmp_path,
     """The state a kill -9 leaves mid-evaluation: the baseline evaluated and promoted, $0.50 spent, a
     candidate's intent written and no result. Resumed, the loop evaluates that candidate once (and promotes
     it on its confirmed gain), never adds the baseline again, and adds the new turns to the old spend."""
-    from kernel_mcp.agent.run_folder import candidate_hash
+    from kernel_mcp.agent.run.folder import candidate_hash
     problem = vector_add_on_one_shape(tmp_path)
     baseline = (problem / "baseline.py").read_text()
     faster = baseline.replace("BLOCK = 128", "BLOCK = 1024")
@@ -93,6 +92,6 @@ def test_a_resumed_run_finishes_what_was_in_flight_and_keeps_its_spend(tmp_path,
                       device="cpu", budget_s=3.0, shapes="tests", tune=False).run()
             state = folder.state
     records = read(tmp_path / "run" / "journal.jsonl")
-    assert [r.model_extra["role"] for r in records if r.kind == "done"] == ["baseline", "candidate"]
+    assert [r.fields()["role"] for r in records if r.kind == "done"] == ["baseline", "candidate"]
     assert state.incumbents["0"] == fast_key and not state.pending
     assert abs(state.spend_usd - (0.5 + 0.001 * len(fake.requests))) < 1e-9 and state.resumptions == 1

@@ -11,10 +11,9 @@ import sys
 import time
 
 import pytest
-
-from kernel_mcp.agent.budget import Budget, parse
-
 from conftest import repo_pythonpath, vector_add_on_one_shape
+
+from kernel_mcp.agent.run.budget import Budget, parse
 
 
 def _command(*args):
@@ -153,10 +152,10 @@ def test_a_kill_between_the_tune_and_its_promotion_promotes_the_winner_on_resume
     """The journal a kill -9 leaves between the ``tuned`` record and the winner's promotion (a window of one
     fsync): resumed, the winner is promoted once and the search is not run again from it (it ended there).
     Before state.py counted a tune's winner as tuned, the resumed run searched the winner all over again."""
-    from kernel_mcp.agent import tuning
-    from kernel_mcp.agent.loop import Optimizer
-    from kernel_mcp.agent.run_folder import RunConfig, RunFolder
-    from kernel_mcp.agent.runlog import read
+    from kernel_mcp.agent.loop import tune_step as tuning
+    from kernel_mcp.agent.loop.optimizer import Optimizer
+    from kernel_mcp.agent.run.folder import RunConfig, RunFolder
+    from kernel_mcp.agent.run.journal import read
     base, wide = "BLOCK = 1024\n", "BLOCK = 8192\n"
     (tmp_path / "start.py").write_text(base)
     config = RunConfig(problem=str(tmp_path), problem_hash="-", agent="tune")
@@ -183,7 +182,7 @@ def test_a_kill_between_the_tune_and_its_promotion_promotes_the_winner_on_resume
                                                                                     wide_key: wide_key}
     records = read(tmp_path / "run" / "journal.jsonl")
     assert reason.startswith("tuned") and [r.kind for r in records].count("tuned") == 1
-    assert [(r.model_extra["how"], r.model_extra["candidate_hash"]) for r in records if r.kind == "promotion"] == [
+    assert [(r.fields()["how"], r.fields()["candidate_hash"]) for r in records if r.kind == "promotion"] == [
         ("baseline", base_key), ("tune", wide_key)]
-    lessons = [r.model_extra for r in records if r.kind == "lesson"]  # the lesson is not lost to the kill
+    lessons = [r.fields() for r in records if r.kind == "lesson"]  # the lesson is not lost to the kill
     assert len(lessons) == 1 and lessons[0]["change"] == "BLOCK 1024 -> 8192" and lessons[0]["verdict"] == "worked"

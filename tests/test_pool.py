@@ -1,4 +1,4 @@
-"""The pool (kernel_mcp/worker/pool.py) with CPU workers: real judges, real candidates, real kills. Islands
+"""The pool (kernel_mcp/worker/runners/pool.py) with CPU workers: real judges, real candidates, real kills. Islands
 are threads submitting their evaluations one after another, as the orchestrator's islands do."""
 import os
 import signal
@@ -7,14 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import PROBLEMS
 
-from kernel_mcp.results import UsageError
+from kernel_mcp.errors import UsageError
 from kernel_mcp.tools.check import check
 from kernel_mcp.tools.profile import profile
-from kernel_mcp.worker.pool import RETRIED, PoolRunner, cpu_pool, parse_gpus, pin_for
 from kernel_mcp.worker.protocol import ProfileSettings
-
-from conftest import PROBLEMS
+from kernel_mcp.worker.runners.pool import RETRIED, PoolRunner, cpu_pool, parse_gpus, pin_for
 
 VECTOR_ADD = PROBLEMS / "vector_add"
 BASELINE = (VECTOR_ADD / "baseline.py").read_text()
@@ -212,7 +211,7 @@ def test_a_gpu_worker_sees_only_its_gpu_and_times_there(tmp_path, private_cache)
     import torch
 
     from kernel_mcp.tools.compile import compile as compile_candidate
-    from kernel_mcp.worker.pool import gpu_pool
+    from kernel_mcp.worker.runners.pool import gpu_pool
     pool = gpu_pool("all")
     try:
         assert len(pool.workers) == torch.cuda.device_count()

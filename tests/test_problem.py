@@ -2,12 +2,11 @@
 import textwrap
 
 import pytest
-
-from kernel_mcp.assets import bundled_problems
-from kernel_mcp.problem import load_problem
-from kernel_mcp.results import UsageError
-
 from conftest import FIXTURES
+
+from kernel_mcp.errors import UsageError
+from kernel_mcp.files import bundled_problems
+from kernel_mcp.problem import load_problem
 
 REFERENCE = "def generate_input(n, seed):\n    pass\n\ndef ref_kernel(data):\n    pass\n"
 

@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from kernel_mcp.assets import bundled_problems
-from kernel_mcp.problem import load_problem
-from kernel_mcp.results import UsageError
-
 from conftest import PROBLEMS, in_server_session, repo_pythonpath, resource_refusal
+
+from kernel_mcp.errors import UsageError
+from kernel_mcp.files import bundled_problems
+from kernel_mcp.problem import load_problem
 
 BUNDLED = sorted(p.name for p in bundled_problems())
 MINE = "a user's own vector_add, which wins over the bundled one"
@@ -81,9 +80,9 @@ def test_a_users_folder_named_like_a_bundled_problem_wins(tmp_path, monkeypatch)
 def test_demos_hints_run_where_they_are_printed(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import kernel_mcp.assets
-    from kernel_mcp.cli import app
-    monkeypatch.setattr(kernel_mcp.assets, "bundled_problems", lambda: [])  # the hints only, not 12 checks
+    import kernel_mcp.files
+    from kernel_mcp.cli.main import app
+    monkeypatch.setattr(kernel_mcp.files, "bundled_problems", lambda: [])  # the hints only, not 12 checks
     shown = CliRunner().invoke(app, ["demo", "--device", "cpu"], terminal_width=100)
     monkeypatch.undo()
     assert shown.exit_code == 0, shown.output
@@ -109,7 +108,7 @@ def test_install_in_an_empty_project_says_it_holds_no_problem_and_how_to_reach_o
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stdout.split())
     assert "no problem" in said and "vector_add" in said and "task.yml" in said, said
-    from kernel_mcp.install import install
+    from kernel_mcp.install.command import install
     own_copy(root / "problems" / "vector_add")
     found = install("cursor", root=root, home=home)
     assert found.problems == ["problems/vector_add"]

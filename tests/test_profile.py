@@ -9,11 +9,11 @@ import subprocess
 import sys
 
 import pytest
-
-from kernel_mcp.results import UsageError
-from kernel_mcp.tools.profile import profile, settings_from
-
 from conftest import CHEATS_STATE, PROBLEMS, REPO
+
+from kernel_mcp.errors import UsageError
+from kernel_mcp.tools._request import settings_from
+from kernel_mcp.tools.profile import profile
 
 CHEATS = REPO / "tests" / "timing_cheats"
 QUICK = {"shapes": "tests", "budget_s": 6.0, "min_samples": 6, "warmup": 1}
@@ -145,7 +145,7 @@ def test_double_forked_daemon_is_stopped_while_the_reference_is_timed(monkeypatc
 
 
 def test_flush_mode_is_read_unless_asked_and_a_bad_value_is_refused(monkeypatch):
-    from kernel_mcp.worker import flush
+    from kernel_mcp.worker.judge import flush
     monkeypatch.delenv("KERNEL_MCP_FLUSH", raising=False)
     assert flush.flush_mode() == "read"
     monkeypatch.setenv("KERNEL_MCP_FLUSH", "write")
@@ -159,8 +159,8 @@ def test_a_timing_budget_running_out_is_not_the_candidates_failure():
     """A kernel that passed its check but could not be sampled enough before the hard limit (a slow CPU) is
     'pass (not timed)': untrusted, no speedup, never 'fail'."""
     from kernel_mcp.results import CheckResult, ProfileResult
-    from kernel_mcp.worker.profile_run import Contestant
-    from kernel_mcp.worker.profile_verdict import decide
+    from kernel_mcp.worker.judge.profile import Contestant
+    from kernel_mcp.worker.judge.verdict import decide
     check = CheckResult(passed=True, verdict="pass", problem="p", candidate="c.py", device="cpu")
     result = ProfileResult(passed=False, trusted=False, verdict="", problem="p", candidate="c.py", device="cpu",
                            check=check)

@@ -3,10 +3,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from kernel_mcp import devices
+from kernel_mcp.hardware import devices
 from kernel_mcp.results import Finding, ProfileResult, ProfileSettings, ShapeProfile
-from kernel_mcp.worker.profile_run import Contestant
-from kernel_mcp.worker.profile_verdict import _shape_result, decide, overall
+from kernel_mcp.worker.judge.profile import Contestant
+from kernel_mcp.worker.judge.verdict import _shape_result, decide
+from kernel_mcp.worker.overall import overall
 
 
 def _profiler(device="cuda", solo=None):
@@ -99,7 +100,8 @@ def test_too_few_samples_give_no_ci_and_a_result_valid_against_its_schema():
     """One sample has no CI. JSON cannot hold inf (it becomes null), and an MCP client validating against
     the output schema rejected such a result, so the field is None and typed as optional."""
     import jsonschema
-    from kernel_mcp.worker.profile_verdict import summarize_timing
+
+    from kernel_mcp.worker.judge.verdict import summarize_timing
     timing = summarize_timing(Contestant(role="candidate", samples=[0.5]), "cuda events")
     assert timing.rel_ci_half_width is None
     result = ProfileResult(passed=True, trusted=True, verdict="pass", problem="p", candidate="c")

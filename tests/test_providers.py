@@ -7,11 +7,11 @@ import pytest
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
+from fakes.scripted_apis import Move, Scripted
+
 from kernel_mcp.agent.providers import open_session
 from kernel_mcp.agent.providers.base import ToolResult, ToolSpec, Usage
 from kernel_mcp.agent.providers.pricing import Price, price_of
-
-from fakes.scripted_apis import Move, Scripted
 
 TOOLS = [ToolSpec(name="evaluate", description="time and check a candidate",
                   parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})]

@@ -1,4 +1,4 @@
-"""RayRunner (worker/ray_pool.py) on a real local Ray instance, judging on the CPU: results identical in form to
+"""RayRunner (worker/runners/ray.py) on a real local Ray instance, judging on the CPU: results identical in form to
 LocalRunner's, a profile, a Ray worker killed mid-check (retried elsewhere, its result counted once), retries
 that run out (a harness error saying what Ray reported), and clear errors for a bad address or no Ray."""
 from __future__ import annotations
@@ -19,13 +19,15 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'kernel-mcp[ray]')")
 
-from kernel_mcp.results import CheckResult, ProfileResult, UsageError  # noqa: E402
-from kernel_mcp.tools.check import check  # noqa: E402
-from kernel_mcp.tools.profile import profile, settings_from  # noqa: E402
-from kernel_mcp.worker.ray_pool import STAGE_PREFIX, RayRunner  # noqa: E402
-from kernel_mcp.worker.runner import LocalRunner  # noqa: E402
-
 from conftest import CHEATS_STATE, PROBLEMS, repo_pythonpath  # noqa: E402
+
+from kernel_mcp.errors import UsageError
+from kernel_mcp.results import CheckResult, ProfileResult  # noqa: E402
+from kernel_mcp.tools.check import check  # noqa: E402
+from kernel_mcp.tools._request import settings_from  # noqa: E402
+from kernel_mcp.tools.profile import profile  # noqa: E402
+from kernel_mcp.worker.runners.local import LocalRunner  # noqa: E402
+from kernel_mcp.worker.runners.ray import STAGE_PREFIX, RayRunner  # noqa: E402
 
 VECTOR_ADD = PROBLEMS / "vector_add"
 PASSING = VECTOR_ADD / "baseline.py"
@@ -187,8 +189,8 @@ def test_a_bad_address_or_no_ray_is_a_usage_error_saying_what_to_do():
         import sys
         if sys.argv[1] == "no ray":
             sys.modules["ray"] = None  # as where it is not installed: import ray raises ImportError
-        from kernel_mcp.results import UsageError
-        from kernel_mcp.worker.ray_pool import RayRunner
+        from kernel_mcp.errors import UsageError
+        from kernel_mcp.worker.runners.ray import RayRunner
         try:
             RayRunner(sys.argv[2])
         except UsageError as exc:
@@ -206,7 +208,7 @@ def test_a_ray_worker_process_keeps_one_warm_runner_whichever_gpu_it_is_given(mo
     """Ray reuses a worker process for tasks on other GPUs (it sets CUDA_VISIBLE_DEVICES per task). Each set
     of visible devices needs its own judges (booted pinned), but a process keeping one runner per GPU would
     hold spares x GPUs judges on an 8-GPU node: the previous runner ends when the set changes."""
-    from kernel_mcp.worker import ray_pool
+    from kernel_mcp.worker.runners import ray as ray_pool
     booted = []
 
     class Runner:  # stands in for LocalRunner: records what was booted and what was closed

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from conftest import PROBLEMS, REPO, repo_pythonpath
+from conftest import PROBLEMS, repo_pythonpath
 from fakes.anthropic_api import AnthropicFake
 from fakes.model_server import ToolScript
 from fakes.openai_responses import ResponsesFake

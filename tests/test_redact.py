@@ -1,6 +1,6 @@
-"""worker/redact.py: which values are secrets, and that no string of a result keeps one."""
+"""worker/runners/redact.py: which values are secrets, and that no string of a result keeps one."""
 from kernel_mcp.results import CheckResult, Finding
-from kernel_mcp.worker.redact import Redactor, remember, secrets_in
+from kernel_mcp.worker.runners.redact import Redactor, remember, secrets_in
 
 
 def test_secrets_are_named_like_secrets_and_long_enough():

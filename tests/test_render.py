@@ -5,13 +5,13 @@ import io
 import pytest
 from rich.console import Console
 
-from kernel_mcp.occupancy import Occupancy
-from kernel_mcp.render import duration, print_check, print_compile, print_profile, print_roofline
+from kernel_mcp.hardware.occupancy import Occupancy
 from kernel_mcp.results import (BenchmarkVerdict, CaseResult, CheckResult, Comparison, CompileResult, Finding,
                                 KernelBuild, ProfileResult, RooflinePoint, RooflineResult, RooflineShape, ShapeProfile,
                                 Timing)
-from kernel_mcp.tolerance import EXACT_NOTE
-from kernel_mcp.worker.outputs import mismatch_message
+from kernel_mcp.views.render import duration, print_check, print_compile, print_profile, print_roofline
+from kernel_mcp.worker.judge.outputs import mismatch_message
+from kernel_mcp.worker.judge.tolerance import EXACT_NOTE
 
 
 def test_a_time_is_written_in_the_unit_that_fits_it():
@@ -155,8 +155,8 @@ def test_a_check_table_keeps_its_errors_on_a_narrow_terminal(width):
 
 @pytest.mark.parametrize("width", [80, 60])
 def test_the_history_keeps_its_speedups_on_a_narrow_terminal(width):
-    from kernel_mcp.cli_snapshots import _show_history
-    from kernel_mcp.snapshots import Snapshot
+    from kernel_mcp.cli.snapshots import _show_history
+    from kernel_mcp.history.snapshots import Snapshot
     snaps = [Snapshot(id="9f" * 20, problem="vector_add", candidate="solutions/attempt_07_vectorised.py", files=[],
                       author="claude-code", note="BLOCK 2048, masked tail", verdict="pass", speedup=0.008812345,
                       speedup_ci=[0.0086512, 0.0090123], roofline_percent=12.3456),
@@ -171,7 +171,8 @@ def test_the_history_keeps_its_speedups_on_a_narrow_terminal(width):
 def test_the_demo_and_calibrate_tables_keep_their_numbers_on_a_narrow_terminal(width, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from kernel_mcp import assets, cli
+    from kernel_mcp import files as assets
+    from kernel_mcp.cli.main import app
     from kernel_mcp.tools import calibrate, check
     folder = tmp_path / "layernorm_backward_with_affine"
     (folder / "solutions" / "wrong").mkdir(parents=True)
@@ -186,7 +187,7 @@ def test_the_demo_and_calibrate_tables_keep_their_numbers_on_a_narrow_terminal(w
     monkeypatch.setattr(assets, "bundled_problems", lambda: [folder])
     monkeypatch.setattr(check, "check", lambda problem, kernel, device: passed if kernel.name == "baseline.py"
                         else caught)
-    demo = CliRunner().invoke(cli.app, ["demo"], env={"COLUMNS": str(width)}).output
+    demo = CliRunner().invoke(app, ["demo"], env={"COLUMNS": str(width)}).output
     _shows_whole(demo, folder.name, "12/12", "0.000123", "123.5", "forgets_the_bias_gradient.py", "fail: mismatch",
                  "1234 of 1048576 elements differ by 0.0123")
     measured = calibrate.Calibration(
@@ -194,6 +195,6 @@ def test_the_demo_and_calibrate_tables_keep_their_numbers_on_a_narrow_terminal(w
         bandwidth_by_mix={"copy (1 read : 1 write)": 4.16e12, "triad (2 reads : 1 write)": 4.35e12},
         matmul_flops_per_s={"bf16_tensor": 7.93e14, "fp8_e4m3fn_tensor_with_fp32_accumulate": 1.58e15})
     monkeypatch.setattr(calibrate, "calibrate", lambda on_progress=None: measured)
-    ceilings = CliRunner().invoke(cli.app, ["calibrate"], env={"COLUMNS": str(width)}).output
+    ceilings = CliRunner().invoke(app, ["calibrate"], env={"COLUMNS": str(width)}).output
     _shows_whole(ceilings, "bandwidth, triad (2 reads : 1 write)", "4.35 TB/s (the roof)", "793.0 TFLOP/s",
                  "matmul fp8_e4m3fn_tensor_with_fp32_accumulate", "1580.0 TFLOP/s")

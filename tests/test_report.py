@@ -5,8 +5,8 @@ import io
 
 from rich.console import Console
 
-from kernel_mcp.agent.decisions import decisions, why_no_gain
-from kernel_mcp.agent.run_folder import RunConfig, RunFolder
+from kernel_mcp.agent.report.decisions import decisions, why_no_gain
+from kernel_mcp.agent.run.folder import RunConfig, RunFolder
 
 
 def _run_of_one_evaluation(path, compared=((1.26, 1.11, 1.42),), delta=0.26, promoted=False):
@@ -31,7 +31,7 @@ def _run_of_one_evaluation(path, compared=((1.26, 1.11, 1.42),), delta=0.26, pro
 
 
 def test_every_comparison_is_a_decision_with_the_margin_in_force_and_whether_it_counted(tmp_path):
-    from kernel_mcp.agent.runlog import read
+    from kernel_mcp.agent.run.journal import read
     run = _run_of_one_evaluation(tmp_path / "run", compared=[(1.26, 1.11, 1.42), (1.9, 1.5, 2.3), None])
     found = decisions(read(run / "journal.jsonl"))
     assert [d.what for d in found] == ["noise", "compare", "compare", "compare"]
@@ -42,7 +42,7 @@ def test_every_comparison_is_a_decision_with_the_margin_in_force_and_whether_it_
 
 
 def test_a_run_without_a_gain_says_which_comparison_came_closest_and_the_margin_it_missed(tmp_path):
-    from kernel_mcp.agent.summary import summarize
+    from kernel_mcp.agent.report.summary import summarize
     summary = summarize(_run_of_one_evaluation(tmp_path / "run"))
     assert summary.promotions == 0
     assert "BLOCK 1024 -> 2048" in summary.why_no_gain and "1.26x [1.11, 1.42]" in summary.why_no_gain
@@ -52,8 +52,8 @@ def test_a_run_without_a_gain_says_which_comparison_came_closest_and_the_margin_
 
 
 def test_the_console_summary_shows_each_comparison_against_its_margin(tmp_path):
-    from kernel_mcp.agent.summary import summarize
-    from kernel_mcp.cli_optimize import print_summary
+    from kernel_mcp.agent.report.summary import summarize
+    from kernel_mcp.cli.optimize import print_summary
     run = _run_of_one_evaluation(tmp_path / "run")
     out = Console(width=100, file=io.StringIO(), record=True)
     print_summary(summarize(run), run / "report" / "report.md", out)
@@ -64,7 +64,7 @@ def test_the_console_summary_shows_each_comparison_against_its_margin(tmp_path):
 
 
 def test_the_html_report_renders_its_markdown_and_shows_the_timing_decisions(tmp_path):
-    from kernel_mcp.agent.report import report
+    from kernel_mcp.agent.report.report import report
     run = _run_of_one_evaluation(tmp_path / "run", compared=[(1.9, 1.5, 2.3)])
     report(run)
     page = (run / "report" / "report.html").read_text()
@@ -81,8 +81,8 @@ def test_after_one_evaluation_the_plots_draw_the_best_line_its_band_and_every_co
     import matplotlib.pyplot as plt
     from matplotlib.collections import PolyCollection
 
-    from kernel_mcp.agent import report_plots
-    from kernel_mcp.agent.runlog import read
+    from kernel_mcp.agent.report import plots as report_plots
+    from kernel_mcp.agent.run.journal import read
     run = _run_of_one_evaluation(tmp_path / "run", compared=[(1.26, 1.11, 1.42), (1.9, 1.5, 2.3)])
     records = read(run / "journal.jsonl")
     series = report_plots.progress_series(records)
@@ -105,12 +105,12 @@ def test_after_one_evaluation_the_plots_draw_the_best_line_its_band_and_every_co
 def test_a_resumed_runs_live_view_and_summary_show_one_elapsed_time(tmp_path):
     """Active seconds over both processes (the dead one's up to its last heartbeat), in the live view while
     the run is driven and in the summary after: never this process's clock beside the run's."""
-    from kernel_mcp.agent.progress import LiveView
-    from kernel_mcp.agent.runlog import Record
-    from kernel_mcp.agent.state import derive
-    records = [Record(seq=0, at=1000.0, kind="run_started"), Record(seq=1, at=1200.0, kind="noise", delta=0.1),
-               Record(seq=2, at=5000.0, kind="resumed", last_alive=1247.0),
-               Record(seq=3, at=5020.0, kind="finished", reason="budget: 267 s")]
+    from kernel_mcp.agent.report.progress import LiveView
+    from kernel_mcp.agent.run.records import parse_record
+    from kernel_mcp.agent.run.state import derive
+    records = [parse_record(dict(seq=0, at=1000.0, kind="run_started")), parse_record(dict(seq=1, at=1200.0, kind="noise", delta=0.1)),
+               parse_record(dict(seq=2, at=5000.0, kind="resumed", last_alive=1247.0)),
+               parse_record(dict(seq=3, at=5020.0, kind="finished", reason="budget: 267 s"))]
     running = derive(records[:3])
     assert running.elapsed_s(now=5010.0) == 257.0  # 247 s before the kill, 10 s since the resume
     done = derive(records)

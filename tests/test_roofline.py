@@ -3,11 +3,11 @@ import json
 
 import pytest
 
-from kernel_mcp import devices
+from kernel_mcp.hardware import devices
 from kernel_mcp.results import ProfileResult, ShapeProfile, Timing
 from kernel_mcp.tools import calibrate
 from kernel_mcp.tools.roofline import ceilings_for, place, roofline_from
-from kernel_mcp.worker.profile_verdict import physical_floor_ms
+from kernel_mcp.worker.judge.verdict import physical_floor_ms
 
 BW, PEAK = 4.0e12, 1.0e15  # 4 TB/s, 1000 TFLOP/s: ridge at 250 FLOP/byte
 
@@ -90,6 +90,6 @@ def test_calibration_cache_round_trip(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
 def test_calibrate_without_gpu_is_a_usage_error():
-    from kernel_mcp.results import UsageError
+    from kernel_mcp.errors import UsageError
     with pytest.raises(UsageError, match="GPU"):
         calibrate.calibrate()

@@ -1,4 +1,4 @@
-"""The door into worker/ (worker/runner.py, protocol.py, judge.py): typed requests, clear usage errors, warm
+"""The door into worker/ (worker/runners/local.py, protocol.py, judge/main.py): typed requests, clear usage errors, warm
 processes that serve one candidate each, and isolation between candidates served one after another."""
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from kernel_mcp.results import UsageError
-from kernel_mcp.tools.check import check
-from kernel_mcp.worker import client, proctree
-from kernel_mcp.worker.client import JUDGE_BOOT, JudgeProcess, judge_env, judge_sys_path
-from kernel_mcp.worker.runner import LocalRunner
-
 from conftest import PROBLEMS, repo_pythonpath
+
+from kernel_mcp.errors import UsageError
+from kernel_mcp.tools.check import check
+from kernel_mcp.worker.isolation import proctree
+from kernel_mcp.worker.launch import judge as client
+from kernel_mcp.worker.launch.judge import JUDGE_BOOT, JudgeProcess, judge_env, judge_sys_path
+from kernel_mcp.worker.runners.local import LocalRunner
 
 VECTOR_ADD = PROBLEMS / "vector_add"
 
@@ -81,7 +81,7 @@ def test_a_judge_started_ahead_by_the_cli_is_the_one_used(private_cache):
 
 
 def test_a_judge_started_ahead_and_never_used_ends_with_its_process(private_cache):
-    code = ("from kernel_mcp.worker import client; client.prestart('cpu'); "
+    code = ("from kernel_mcp.worker.launch import judge as client; client.prestart('cpu'); "
             "judge = client._PRESTARTED[('cpu', False)]; judge.wait_ready(120); print(judge.token)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
                           env=dict(os.environ, PYTHONPATH=repo_pythonpath()))
@@ -277,7 +277,7 @@ def test_a_host_that_fails_before_its_candidate_is_the_harnesss_failure(tmp_path
     broken.mkdir()
     (broken / "torch.py").write_text("raise ImportError('this torch is broken on purpose')\n")
     monkeypatch.setenv("PYTHONPATH", str(broken))
-    # hosts started as fresh interpreters: one forked from the judge has its torch already (host_factory.py)
+    # hosts started as fresh interpreters: one forked from the judge has its torch already (host/factory.py)
     monkeypatch.setenv("KERNEL_MCP_FORK_HOSTS", "0")
     result = check(VECTOR_ADD, VECTOR_ADD / "baseline.py", device="cpu")
     assert result.verdict == "error: harness" and not result.passed
@@ -318,7 +318,8 @@ def test_a_build_steps_files_come_back_without_links(tmp_path):
     """A build step writes into its scratch and trusted code copies the files out while the step may still
     run: a link (to one of the user's files), a fifo or a folder placed there is never followed or copied."""
     import os
-    from kernel_mcp.worker.steps import _move_files
+
+    from kernel_mcp.worker.launch.step import _move_files
     source, target, secret = tmp_path / "out", tmp_path / "copied", tmp_path / "secret"
     source.mkdir()
     secret.write_text("the user's file")

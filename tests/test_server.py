@@ -10,17 +10,16 @@ import sys
 import time
 
 import pytest
+from conftest import PROBLEMS, REPO, in_server_session, repo_pythonpath, resource_refusal
 from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
 
 from kernel_mcp.results import ProfileResult, RooflinePoint, RooflineResult, RooflineShape
-from kernel_mcp.roofline_chart import draw
 from kernel_mcp.server import PNG_MAGIC
 from kernel_mcp.server.job_tools import clamp_wait
 from kernel_mcp.tools import snapshot as snapshots
 from kernel_mcp.tools.evaluate import _chart as evaluate_chart
-
-from conftest import PROBLEMS, REPO, in_server_session, repo_pythonpath, resource_refusal
+from kernel_mcp.views.roofline_chart import draw
 
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
 LONG_TOOLS = ("evaluate", "profile", "roofline")

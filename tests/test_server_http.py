@@ -9,13 +9,12 @@ import time
 
 import httpx2
 import pytest
+from conftest import REPO, repo_pythonpath
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from kernel_mcp.results import UsageError
+from kernel_mcp.errors import UsageError
 from kernel_mcp.server import is_loopback, parse_listen
-
-from conftest import REPO, repo_pythonpath
 
 TOKEN = "test-token-4f1c"
 

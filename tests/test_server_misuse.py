@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from conftest import PROBLEMS, in_server_session
 
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"

@@ -5,8 +5,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from kernel_mcp.results import UsageError
-from kernel_mcp.snapshots import SnapshotMeta, Store, best, leaderboard
+from kernel_mcp.errors import UsageError
+from kernel_mcp.history.snapshots import SnapshotMeta, Store, best, leaderboard
 
 
 def _git(root, *args):
@@ -185,10 +185,11 @@ def test_evaluate_refuses_a_candidate_that_changes_while_it_is_evaluated(tmp_pat
     import shutil
     import threading
 
+    from conftest import PROBLEMS
+
+    from kernel_mcp.tools._request import evaluate_request
     from kernel_mcp.tools.evaluate import evaluate
     from kernel_mcp.tools.snapshot import history
-
-    from conftest import PROBLEMS
     monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "cache"))
     root = tmp_path / "ws"
     shutil.copytree(PROBLEMS / "vector_add", root / "vector_add", ignore=shutil.ignore_patterns("__pycache__"))
@@ -206,6 +207,7 @@ def test_evaluate_refuses_a_candidate_that_changes_while_it_is_evaluated(tmp_pat
     editor = threading.Thread(target=save_meanwhile)
     editor.start()
     with pytest.raises(UsageError, match="changed while it was being evaluated"):
-        evaluate(root, root / "vector_add", candidate, device="cpu", budget_s=2, shapes="tests", on_progress=progress)
+        evaluate(evaluate_request(root=root, problem=root / "vector_add", candidate=candidate, device="cpu", budget_s=2,
+                                  shapes="tests"), on_progress=progress)
     editor.join()
     assert history(root) == []

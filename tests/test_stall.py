@@ -1,9 +1,9 @@
-"""Stall signals S1-S8 and the restart ladder (kernel_mcp/stall.py) on synthetic histories: a pure function,
+"""Stall signals S1-S8 and the restart ladder (kernel_mcp/history/stall.py) on synthetic histories: a pure function,
 no git, no processes. The server's status tool returns the same (tests/test_server.py drives it)."""
 import pytest
 
-from kernel_mcp.snapshots import Snapshot
-from kernel_mcp.stall import RunFacts, StallPolicy, assess, window
+from kernel_mcp.history.snapshots import Snapshot
+from kernel_mcp.history.stall import RunFacts, StallPolicy, assess, window
 
 
 def _snap(i, speedup=None, passed=True, trusted=True, lines=50, verdict="pass", ci=None, sol=None):

@@ -1,29 +1,11 @@
-"""Compact results (kernel_mcp/summaries.py) on hand-built typed results: pure functions, no processes."""
-from kernel_mcp.occupancy import Occupancy
-from kernel_mcp.results import (
-    BenchmarkVerdict,
-    CaseResult,
-    CheckResult,
-    CompileResult,
-    Finding,
-    KernelBuild,
-    ProfileResult,
-    RooflinePoint,
-    RooflineResult,
-    RooflineShape,
-    ShapeProfile,
-    Timing,
-)
-from kernel_mcp.snapshots import Snapshot
-from kernel_mcp.summaries import (
-    MAX_FAILURES,
-    MESSAGE_CHARS,
-    summarize_compile,
-    summarize_evaluate,
-    summarize_profile,
-    summarize_roofline,
-)
-from kernel_mcp.tools.evaluate import EvaluateResult
+"""Compact results (kernel_mcp/views/summaries.py) on hand-built typed results: pure functions, no processes."""
+from kernel_mcp.hardware.occupancy import Occupancy
+from kernel_mcp.history.snapshots import Snapshot
+from kernel_mcp.results import (BenchmarkVerdict, CaseResult, CheckResult, CompileResult, Finding, KernelBuild,
+                                ProfileResult, RooflinePoint, RooflineResult, RooflineShape, ShapeProfile, Timing)
+from kernel_mcp.results import EvaluateResult
+from kernel_mcp.views.summaries import (MAX_FAILURES, MESSAGE_CHARS, summarize_compile, summarize_evaluate,
+                                        summarize_profile, summarize_roofline)
 
 
 def _timing(ms):

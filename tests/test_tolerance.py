@@ -4,7 +4,7 @@ import math
 import torch
 
 from kernel_mcp.taskspec import ToleranceSpec
-from kernel_mcp.tolerance import Expected, compare, inferred_reduction_length
+from kernel_mcp.worker.judge.tolerance import Expected, compare, inferred_reduction_length
 
 DERIVED = ToleranceSpec()
 
@@ -119,7 +119,7 @@ def test_sqrt_k_scaling():
 def test_a_comparison_in_pieces_says_exactly_what_the_whole_comparison_says(monkeypatch):
     """The comparison runs in pieces of CHUNK elements (memory); the verdict, counts, maxima, the first
     mismatches with their indices and the norms must not depend on where the pieces are cut."""
-    from kernel_mcp import tolerance
+    from kernel_mcp.worker.judge import tolerance
     a, b, exp = matmul_case(m=48, k=256, n=40, seed=3)
     policy = ToleranceSpec(K="k", magnitude="abs_inputs")
     out = (a.half().float() @ b.half().float())  # fails: tf32-like rounding

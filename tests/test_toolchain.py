@@ -1,10 +1,10 @@
-"""worker/toolchain.py: the one launcher of compilers and profilers never raises and never hangs."""
+"""worker/launch/toolchain.py: the one launcher of compilers and profilers never raises and never hangs."""
 from __future__ import annotations
 
 import sys
 import time
 
-from kernel_mcp.worker import toolchain
+from kernel_mcp.worker.launch import toolchain
 
 
 def test_a_plain_run_returns_its_output_and_code():

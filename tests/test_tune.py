@@ -6,12 +6,11 @@ import random
 import textwrap
 
 import pytest
+from conftest import PROBLEMS
 
 from kernel_mcp import stats
 from kernel_mcp.agent.tune.params import apply, find_params, powers_around
 from kernel_mcp.agent.tune.search import coordinate_descent, successive_halving, tune, wide_descent
-
-from conftest import PROBLEMS
 
 
 def test_the_bundled_baselines_parameters_are_found():

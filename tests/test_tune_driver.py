@@ -6,12 +6,11 @@ significant gain and only on one, the first steps (~1.9x each) are far above any
 confirmed afresh; not that a quiet CPU reached the same last step."""
 import time
 
+from conftest import PROBLEMS, vector_add_on_one_shape
 
 from kernel_mcp.agent.tune.driver import Tuner
 from kernel_mcp.agent.tune.search import DELTA
 from kernel_mcp.results import ProfileSettings
-
-from conftest import PROBLEMS, vector_add_on_one_shape
 
 
 def _moved_only_on_significant_gains(steps, best):
@@ -43,7 +42,7 @@ def test_tune_climbs_the_known_landscape_on_significant_gains_and_confirms_its_w
 def test_on_two_workers_the_tune_compares_side_by_side_and_still_follows_its_rule(tmp_path):
     """A pool of two (CPU) workers: the start's two neighbours (BLOCK 64 and 256) are compared at once,
     each on its own worker; every comparison timed is told to ``on_step`` once, with its seconds."""
-    from kernel_mcp.worker.pool import cpu_pool
+    from kernel_mcp.worker.runners.pool import cpu_pool
     problem = vector_add_on_one_shape(tmp_path)
     steps = []
     pool = cpu_pool(2)

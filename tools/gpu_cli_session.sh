@@ -8,7 +8,7 @@ export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 date -u | tee "$OUT/env.txt"
 python3 - <<'PY' | tee "$OUT/bare.txt"
 import subprocess, sys, time
-for code in ("pass", "import typer, rich.console", "import pydantic", "import kernel_mcp.cli", "import torch",
+for code in ("pass", "import typer, rich.console", "import pydantic", "import kernel_mcp.cli.main", "import torch",
              "import torch"):
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -22,8 +22,8 @@ SNIPPETS = {
     "import torch": "import torch",
     "torch + CUDA context": "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()",
     "import triton": "import triton",
-    "import kernel_mcp.cli": "import kernel_mcp.cli",
-    "import kernel_mcp.worker.check_run": "import kernel_mcp.worker.check_run",
+    "import kernel_mcp.cli.main": "import kernel_mcp.cli.main",
+    "import kernel_mcp.worker.judge.check": "import kernel_mcp.worker.judge.check",
 }
 
 
@@ -61,7 +61,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     device = sys.argv[2] if len(sys.argv) > 2 else "cuda"
     from kernel_mcp.tools.check import check
-    from kernel_mcp.tools.profile import profile, settings_from
+    from kernel_mcp.tools._request import settings_from
+    from kernel_mcp.tools.profile import profile
     report: dict = {"bare": bare(device), "check": {}, "profile": {}}
     for folder in sorted((REPO / "problems").iterdir()):
         if not (folder / "baseline.py").exists():

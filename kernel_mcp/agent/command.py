@@ -15,9 +15,15 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from kernel_mcp.agent.budget import parse as parse_budget
-from kernel_mcp.agent.run_folder import RunBusy, RunConfig, RunFolder
-from kernel_mcp.results import UsageError
+from kernel_mcp.agent.loop.optimizer import Optimizer
+from kernel_mcp.agent.providers.cli_agents import BINARIES, binary_of, is_cli_agent
+from kernel_mcp.agent.report.summary import summarize
+from kernel_mcp.agent.run.budget import Budget
+from kernel_mcp.agent.run.budget import parse as parse_budget
+from kernel_mcp.agent.run.folder import RunBusy, RunConfig, RunFolder
+from kernel_mcp.errors import UsageError
+from kernel_mcp.problem import load_problem, resolve_problem_path
+from kernel_mcp.worker import default_shapes, guess_kind, runner_for
 
 API_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 AGENTS = "tune, anthropic:MODEL, openai:MODEL, openai-compatible:URL#MODEL, claude-code[:MODEL], codex[:MODEL]"
@@ -36,15 +42,14 @@ class OptimizeRequest(BaseModel):
     device: str = "auto"
     timing_s: float = 10.0  # timing budget of one evaluation
     shapes: str | None = None  # benchmarks | tests (default: tests on a CPU, benchmarks on a GPU)
-    gpus: str | None = None  # a warm worker per GPU ("0,1,3" | "all"): worker/pool.py
-    cluster: str | None = None  # a Ray cluster ("ray://HOST:PORT" | "auto"): worker/ray_pool.py
+    gpus: str | None = None  # a warm worker per GPU ("0,1,3" | "all"): worker/runners/pool.py
+    cluster: str | None = None  # a Ray cluster ("ray://HOST:PORT" | "auto"): worker/runners/ray.py
 
 
 def check_agent(agent: str) -> None:
     kind, _, rest = agent.partition(":")
     if agent == "tune":
         return
-    from kernel_mcp.agent.cli_agents import BINARIES, binary_of, is_cli_agent
     if is_cli_agent(agent):
         if not binary_of(agent):
             raise UsageError(f"agent {agent} needs its CLI on PATH ({INSTALL_CLI[kind]}), or its path in "
@@ -58,7 +63,6 @@ def check_agent(agent: str) -> None:
 
 
 def problem_hash(problem: Path) -> str:
-    from kernel_mcp.problem import load_problem
     files = load_problem(problem).guarded_files()
     digest = hashlib.sha256()
     for file in files:
@@ -93,7 +97,6 @@ def open_run(request: OptimizeRequest) -> tuple[RunFolder, Path]:
             _same_device_kind(config, request.device)
             folder = RunFolder.resume(request.resume)
             return folder, folder.path / "start.py"
-        from kernel_mcp.problem import resolve_problem_path
         problem = resolve_problem_path(request.problem)  # a path, or a bundled problem's name
         check_agent(request.agent)
         budget = parse_budget(request.budget)
@@ -116,7 +119,6 @@ def open_run(request: OptimizeRequest) -> tuple[RunFolder, Path]:
 
 
 def _device_kind(device: str) -> str:
-    from kernel_mcp.worker.resolve import guess_kind
     return guess_kind(device)
 
 
@@ -131,7 +133,6 @@ def _same_device_kind(config: RunConfig, device: str) -> None:
 def resolved_shapes(config: RunConfig, device: str) -> str:
     if getattr(config, "shapes", None):
         return config.shapes
-    from kernel_mcp.worker.resolve import default_shapes
     return default_shapes(device)
 
 
@@ -140,7 +141,6 @@ def judge_spares(device: str) -> int:
     context and CUPTI 5 s, under the device's lease) while a tune measurement's work takes 3-5 s: with one
     spare every call also paid a warm-up (BENCHMARKS.md, issue 14); four, topped up three at a time, pay one
     per three calls. On a CPU the spares' boots would share the cores with the timing runs, so one."""
-    from kernel_mcp.worker.resolve import guess_kind
     return 1 if guess_kind(device) == "cpu" else 4
 
 
@@ -149,7 +149,6 @@ class OpenedRun:
     Opening is where everything the user got wrong is found: before a live view draws or any work starts."""
 
     def __init__(self, request: OptimizeRequest):
-        from kernel_mcp.worker.pool import runner_for
         self.request = request
         # the runner first: a bad --gpus / --cluster is a usage error before a run folder exists
         self.runner = runner_for(request.gpus, request.cluster, spares=judge_spares(request.device))
@@ -167,10 +166,7 @@ class OpenedRun:
 
 
     def drive(self, say: Callable[[str], None] | None = None, listeners: list | None = None):
-        """Run the loop to its end; the run's summary (agent/summary.py)."""
-        from kernel_mcp.agent.budget import Budget
-        from kernel_mcp.agent.loop import Optimizer
-        from kernel_mcp.agent.summary import summarize
+        """Run the loop to its end; the run's summary (agent/report/summary.py)."""
         folder, config, request = self.folder, self.folder.config, self.request
         folder.listeners.extend(listeners or [])
         if say and self.runner.parallel > 1:
@@ -198,6 +194,6 @@ class OpenedRun:
 
 def optimize(request: OptimizeRequest, say: Callable[[str], None] | None = None,
              listeners: list | None = None):
-    """Run (or resume) an optimisation to its end; its summary (agent/summary.py)."""
+    """Run (or resume) an optimisation to its end; its summary (agent/report/summary.py)."""
     with OpenedRun(request) as opened:
         return opened.drive(say, listeners)

@@ -9,11 +9,11 @@ from pathlib import Path
 from kernel_mcp.agent.decide import MIN_DELTA, combined_speedup, delta_from_aa
 from kernel_mcp.results import ProfileSettings
 from kernel_mcp.stats import Ratio
+from kernel_mcp.tools.profile import profile
 
 
 def compare_files(problem: str | Path, incumbent: Path, candidate: Path, device: str, settings: ProfileSettings,
                   runner=None) -> Ratio | None:
-    from kernel_mcp.tools.profile import profile
     result = profile(str(problem), candidate, baseline=incumbent, device=device, settings=settings, runner=runner)
     pairs = [(s.baseline.samples_ms, s.candidate.samples_ms) for s in result.shapes
              if s.baseline and s.candidate and s.credited]

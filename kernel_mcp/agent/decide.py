@@ -1,5 +1,5 @@
 """Is a candidate faster than the incumbent? Decided on paired, interleaved timings, never on what an agent
-says (ORCHESTRATOR.md, "Proposed rules").
+says (docs/orchestrator.md, "Deciding a gain").
 
 ``profile(candidate, baseline=incumbent)`` times the two in one session, alternating calls on fresh
 inputs, and keeps every sample (``Timing.samples_ms``). Call i of each forms a pair; with

@@ -19,6 +19,8 @@ import re
 
 from pydantic import BaseModel, Field
 
+from kernel_mcp.agent.providers.base import ToolSpec
+
 SEARCH, DIVIDER, REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
 FENCE = re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL)
 
@@ -89,3 +91,12 @@ def _not_found(source: str, search: str) -> str:
     close = difflib.get_close_matches(first, lines, n=1, cutoff=0.6)
     hint = f"; the closest line is {lines.index(close[0]) + 1}: {close[0]!r}" if close else ""
     return f"the search text is not in the file (its first line: {first!r}){hint}. Copy it exactly"
+
+
+# The one tool a model agent is offered; its answer is the loop's verdict on the edit (loop/optimizer.py).
+PROPOSE = ToolSpec(name="propose", description=(
+    "Propose a new version of the kernel: `edit` holds SEARCH/REPLACE blocks against the current best "
+    "version (or one fenced block with the whole file); `idea` says in a sentence what it should improve "
+    "and why. The change is checked and timed; the answer gives the verdict and the speedup."),
+    parameters={"type": "object", "properties": {"edit": {"type": "string"}, "idea": {"type": "string"}},
+                "required": ["edit", "idea"]})

@@ -8,10 +8,11 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kernel_mcp import occupancy
-from kernel_mcp.backends import amd, nvidia
-from kernel_mcp.targets import Target
+from kernel_mcp.backends import amd, cuda, hip, nvidia
+from kernel_mcp.backends.cuda import INLINE_PREFIX
 from kernel_mcp.backends.triton import ASM_EXCERPT_CHARS, Step
+from kernel_mcp.hardware import occupancy
+from kernel_mcp.hardware.targets import Target
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import CompileResult, Finding, KernelBuild
 from kernel_mcp.worker.protocol import CaptureRequest
@@ -62,7 +63,6 @@ def _plain_unit(unit, candidate: Path, result: CompileResult) -> dict | None:
 
 def _nvidia_builds(units: list[dict], nv: list[str], path: Path, candidate_text: str, scratch: Path, asm: bool,
                    result: CompileResult) -> list[KernelBuild]:
-    from kernel_mcp.backends import cuda
     if cuda.nvcc() is None:
         result.findings.append(Finding(code="toolchain_missing", message=(
             "nvcc not found: install the CUDA toolkit (or set CUDA_HOME) to compile CUDA C++ for NVIDIA targets")))
@@ -76,7 +76,6 @@ def _nvidia_builds(units: list[dict], nv: list[str], path: Path, candidate_text:
 
 def _unit_sources(unit: dict, scratch: Path, index: int) -> list[tuple[Path, str, int]]:
     """(file to compile, the user's source text, lines the harness put before it) per source."""
-    from kernel_mcp.backends.cuda import INLINE_PREFIX
     if unit.get("kind") == "inline":
         text = "\n".join(str(s) for s in unit.get("cuda_sources", []))
         if not text.strip():
@@ -89,7 +88,6 @@ def _unit_sources(unit: dict, scratch: Path, index: int) -> list[tuple[Path, str
 
 def _nvcc_unit(source: Path, text: str, prefix: int, candidate_text: str, path: Path, targets: list[str],
                unit: dict, scratch: Path, asm: bool) -> list[KernelBuild]:
-    from kernel_mcp.backends import cuda
     extra = [str(f) for f in unit.get("extra_cuda_cflags", []) if str(f).startswith(("-O", "-D", "--use_fast_math",
                                                                                       "-lineinfo", "--maxrregcount"))]
     code, report, obj = cuda.compile_nvidia(source, targets, extra, scratch)
@@ -121,7 +119,6 @@ def _nvcc_unit(source: Path, text: str, prefix: int, candidate_text: str, path: 
 
 def _amd_builds(units: list[dict], gfx: list[str], path: Path, candidate_text: str, scratch: Path, asm: bool,
                 result: CompileResult) -> list[KernelBuild]:
-    from kernel_mcp.backends import hip
     if hip.hipcc() is None:
         result.findings.append(Finding(code="toolchain_missing", message=(
             "hipcc not found: install ROCm, or Debian/Ubuntu's `hipcc` package (apt-get install hipcc), to compile "
@@ -140,7 +137,6 @@ def _hip_sources(unit: dict, scratch: Path, index: int,
                  result: CompileResult) -> list[tuple[Path, str, int, Path | None]]:
     """(HIP file to compile, the user's source text, lines before it in the HIP file, the user's own file or
     None for inline text) per source; CUDA that HIP cannot express is reported and left out."""
-    from kernel_mcp.backends import hip
     name = str(unit.get("name", "ext"))
     if unit.get("kind") == "inline":
         text = "\n".join(str(s) for s in unit.get("cuda_sources", []))
@@ -164,7 +160,6 @@ def _hip_sources(unit: dict, scratch: Path, index: int,
 
 def _hipcc_unit(source: Path, text: str, prefix: int, original: Path | None, candidate_text: str, path: Path,
                 targets: list[str], unit: dict, includes: list[str], scratch: Path, asm: bool) -> list[KernelBuild]:
-    from kernel_mcp.backends import hip
     extra = _hipcc_extra(unit)
     workdir = original.parent if original else scratch
     # one hipcc per target (the remarks do not name the target); they run side by side, one per core
@@ -188,7 +183,6 @@ def _hipcc_extra(unit: dict) -> list[str]:
 
 def _hip_failure(unit: dict, source: Path, target: str, report: str, text: str, prefix: int,
                  original: Path | None, candidate_text: str, path: Path) -> KernelBuild:
-    from kernel_mcp.backends import cuda, hip
     kernel = str(unit.get("name", source.stem))
     unsupported = hip.target_problem(report, target)
     if unsupported:  # the target, not the source: no line to point at
@@ -207,7 +201,6 @@ def _hip_failure(unit: dict, source: Path, target: str, report: str, text: str, 
 
 
 def _hip_kernels(target: str, report: str, amdgcn: str, asm: bool) -> list[KernelBuild]:
-    from kernel_mcp.backends import cuda, hip
     entries = hip.parse_remarks(report)
     names = cuda.demangle([e["mangled"] for e in entries])
     bodies = hip.kernel_asm(amdgcn)

@@ -1,7 +1,7 @@
 """CUDA C++ sources of a candidate: compile for the NVIDIA targets with nvcc, read ptxas' report (AMD targets:
 backends/hip.py, which reuses this module's includes, demangling and line mapping).
 
-The sources come from worker/cpp_capture.py (what the candidate passes to load_inline / load). They are
+The sources come from worker/steps/cpp_capture.py (what the candidate passes to load_inline / load). They are
 compiled the way torch.utils.cpp_extension would (same prepended includes, C++17, torch's headers) but
 only to an object file: one nvcc call covers every NVIDIA target (-gencode each), since parsing torch's
 headers dominates the time. ``-Xptxas -v`` reports registers, spills, shared memory and stack per kernel.
@@ -15,7 +15,7 @@ import sysconfig
 from pathlib import Path
 
 from kernel_mcp.backends import nvidia
-from kernel_mcp.worker.toolchain import run_tool
+from kernel_mcp.worker import run_tool
 
 # what load_inline puts before the user's cuda_sources (torch/utils/cpp_extension.py, load_inline)
 INLINE_PREFIX = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n\n"

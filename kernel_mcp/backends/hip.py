@@ -23,7 +23,7 @@ import shutil
 from pathlib import Path
 
 from kernel_mcp.backends.cuda import INLINE_PREFIX, include_flags
-from kernel_mcp.worker.toolchain import run_tool, tool_env
+from kernel_mcp.worker import run_tool, tool_env
 
 HIPCC_TIMEOUT_S = 900
 VERSION_TIMEOUT_S = 60

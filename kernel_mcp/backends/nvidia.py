@@ -10,7 +10,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from kernel_mcp.worker.toolchain import run_tool
+from kernel_mcp.worker import run_tool
 
 TOOL_TIMEOUT_S = 60
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from kernel_mcp import occupancy
 from kernel_mcp.backends import amd, nvidia
-from kernel_mcp.targets import Target, parse, present
+from kernel_mcp.hardware import occupancy
+from kernel_mcp.hardware.targets import Target, parse, present
 from kernel_mcp.problem import Problem
 from kernel_mcp.results import CompileResult, Finding, KernelBuild
 from kernel_mcp.worker.protocol import BuildRequest, RecordRequest

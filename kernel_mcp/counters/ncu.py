@@ -5,15 +5,7 @@ import csv
 import re
 from pathlib import Path
 
-from kernel_mcp.counters.report import (
-    NVTX_RANGE,
-    TOP_STALLS,
-    KernelCounters,
-    Stall,
-    _int,
-    _number,
-    _product_of_dims,
-)
+from kernel_mcp.counters.report import NVTX_RANGE, TOP_STALLS, KernelCounters, Stall, _int, _number, _product_of_dims
 
 # ---------------------------------------------------------------------------------------------------
 # Nsight Compute (NVIDIA)

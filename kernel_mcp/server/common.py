@@ -13,7 +13,8 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-from kernel_mcp.results import UsageError
+from kernel_mcp.errors import UsageError
+from kernel_mcp.problem import resolve_problem_path  # yaml and pydantic: not on the server's start
 from kernel_mcp.workspace import Workspace
 
 Shapes = Literal["benchmarks", "tests"]  # "tests": the problem's small test shapes (quick runs, CPU)
@@ -60,7 +61,6 @@ class ToolSpace(Workspace):
         """A problem argument, by the rule of the command line (kernel_mcp.problem.resolve_problem_path): a path
         in the workspace first (one that leads out is refused, never replaced by a bundled problem), then the
         workspace's problems/NAME, then the bundled problem NAME."""
-        from kernel_mcp.problem import resolve_problem_path  # yaml and pydantic: not on the server's start
 
         def locate(rel: str) -> Path | None:
             full = self.path(rel, must_exist=False)  # refused before anything is looked at, if it leads out

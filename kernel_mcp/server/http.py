@@ -7,8 +7,11 @@ import secrets
 import sys
 from pathlib import Path
 
-from kernel_mcp.results import UsageError
-from kernel_mcp.worker.runner import LocalRunner, Runner
+from kernel_mcp.errors import UsageError
+from kernel_mcp.server.app import build_server
+from kernel_mcp.worker import harden_trusted_process
+from kernel_mcp.worker import LocalRunner, Runner
+from kernel_mcp.worker import remember_secret as remember
 
 
 class BearerAuth:
@@ -57,9 +60,6 @@ def serve_http(root: str, listen: str, token: str | None = None, runner: Runner 
     """Streamable HTTP at http://HOST:PORT/mcp behind a bearer token (given, or generated and printed)."""
     import uvicorn
 
-    # imported here, not at the top: the package imports this module to re-export its names
-    from kernel_mcp.server import build_server
-    from kernel_mcp.worker.sandbox import harden_trusted_process
     harden_trusted_process(reaper=False)  # the token and API keys stay out of /proc's reach
     host, port = parse_listen(listen)
     generated = not token
@@ -72,7 +72,6 @@ def serve_http(root: str, listen: str, token: str | None = None, runner: Runner 
     if not is_loopback(host):
         say(f"kernel_mcp: WARNING: listening on {host}, reachable from other machines; anyone with the token "
             "can run code through this server. Prefer 127.0.0.1 with an SSH tunnel.\n")
-    from kernel_mcp.worker.redact import remember
     remember(token, "the HTTP bearer token")  # kept out of results like the environment's secrets
     runner = runner or LocalRunner(warm=True)
     app = BearerAuth(build_server(root, runner).streamable_http_app(host=host), token)

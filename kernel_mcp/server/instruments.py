@@ -9,27 +9,20 @@ from __future__ import annotations
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
-from kernel_mcp.jobs import Work
 from kernel_mcp.results import CheckResult, ProfileSettings
-from kernel_mcp.server.common import (
-    READ_ONLY,
-    WRITES_SNAPSHOTS,
-    Shapes,
-    ToolSpace,
-    run_blocking,
-    tool_errors,
-)
-from kernel_mcp.summaries import (
-    CompileSummary,
-    EvaluateSummary,
-    ProfileSummary,
-    RooflineSummary,
-    summarize_compile,
-    summarize_evaluate,
-    summarize_profile,
-    summarize_roofline,
-)
-from kernel_mcp.worker.runner import Runner
+from kernel_mcp.server.common import READ_ONLY, WRITES_SNAPSHOTS, Shapes, ToolSpace, run_blocking, tool_errors
+from kernel_mcp.server.jobs import Work
+from kernel_mcp.tools._request import evaluate_request
+from kernel_mcp.tools.check import check as run_check
+from kernel_mcp.tools.compile import compile as run_compile
+from kernel_mcp.tools.evaluate import evaluate
+from kernel_mcp.tools._request import settings_from
+from kernel_mcp.tools.profile import profile
+from kernel_mcp.tools.roofline import roofline
+from kernel_mcp.views.summaries import (CompileSummary, EvaluateSummary, ProfileSummary, RooflineSummary,
+                                        summarize_compile, summarize_evaluate, summarize_profile, summarize_roofline)
+from kernel_mcp.worker.protocol import parse_device
+from kernel_mcp.worker import Runner
 
 # What each long instrument does: the description of its one-call tool and of its job form (job_tools.py).
 DOES = {
@@ -53,8 +46,6 @@ def one_call(name: str) -> str:
 
 def _settings(device: str, budget_s: float, shapes: Shapes) -> ProfileSettings:
     """The timing settings; a bad device or setting is refused now, before a job would start on it."""
-    from kernel_mcp.tools.profile import settings_from
-    from kernel_mcp.worker.protocol import parse_device
     with tool_errors():
         parse_device(device)
         return settings_from(budget_s=budget_s, shapes=shapes)
@@ -62,7 +53,6 @@ def _settings(device: str, budget_s: float, shapes: Shapes) -> ProfileSettings:
 
 def profile_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, baseline: str | None,
                  device: str, budget_s: float, shapes: Shapes, detail: bool) -> Work:
-    from kernel_mcp.tools.profile import profile
     prob, cand = space.problem(problem), space.path(candidate)
     base = space.path(baseline) if baseline else None
     settings = _settings(device, budget_s, shapes)
@@ -76,7 +66,6 @@ def profile_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: s
 
 def roofline_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, device: str,
                   png: str | None, budget_s: float, shapes: Shapes, detail: bool) -> Work:
-    from kernel_mcp.tools.roofline import roofline
     prob, cand = space.problem(problem), space.path(candidate)
     chart = space.path(png, must_exist=False) if png else None
     settings = _settings(device, budget_s, shapes)
@@ -88,16 +77,15 @@ def roofline_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: 
     return work
 
 
-def evaluate_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, device: str,
-                  budget_s: float, shapes: Shapes, author: str, note: str, parent: str | None, detail: bool) -> Work:
-    from kernel_mcp.tools.evaluate import evaluate
-    prob, cand = space.problem(problem), space.path(candidate)
-    _settings(device, budget_s, shapes)  # evaluate derives its own from budget_s and shapes
+def evaluate_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, detail: bool,
+                  **fields) -> Work:
+    """``fields``: the rest of an EvaluateRequest (device, budget_s, shapes, author, note, parent), checked now."""
+    with tool_errors():
+        request = evaluate_request(root=space.root, problem=space.problem(problem), candidate=space.path(candidate),
+                                   **fields)
 
     def work(progress) -> EvaluateSummary:
-        result = evaluate(space.root, prob, cand, device=device, budget_s=budget_s, shapes=shapes, author=author,
-                          note=note, parent=parent, on_progress=progress, runner=runner)
-        return summarize_evaluate(result, detail)
+        return summarize_evaluate(evaluate(request, runner, progress), detail)
     return work
 
 
@@ -134,9 +122,8 @@ def _register_check_and_compile(server: MCPServer, space: ToolSpace, runner: Run
     async def check(problem: str, candidate: str, device: str = "auto", *, ctx: Context) -> CheckResult:
         """Does the candidate compute the problem's function? Runs every test plus secret-seeded copies in a
         sandbox and judges each output against a float64 reference with derived tolerances."""
-        from kernel_mcp.tools.check import check as run
         prob, cand = space.problem(problem), space.path(candidate)
-        return await run_blocking(ctx, lambda progress: run(prob, cand, device=device, on_progress=progress,
+        return await run_blocking(ctx, lambda progress: run_check(prob, cand, device=device, on_progress=progress,
                                                             runner=runner))
 
     @server.tool(annotations=READ_ONLY)
@@ -145,9 +132,8 @@ def _register_check_and_compile(server: MCPServer, space: ToolSpace, runner: Run
         """Compile the candidate's kernels for NVIDIA/AMD targets (sm_80, sm_90a, sm_100, gfx90a, gfx942,
         gfx950...): errors with file and line, registers, spills, shared memory/LDS, occupancy (instruction
         counts and asm in the detail). Compact summary; detail=true adds the full result under `detail`."""
-        from kernel_mcp.tools.compile import compile as run
         cand = space.path(candidate)
         prob = space.problem(problem) if problem else None
-        result = await run_blocking(ctx, lambda progress: run(cand, problem=prob, targets=targets, asm=asm,
+        result = await run_blocking(ctx, lambda progress: run_compile(cand, problem=prob, targets=targets, asm=asm,
                                                               on_progress=progress, runner=runner))
         return summarize_compile(result, detail)

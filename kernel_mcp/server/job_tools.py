@@ -11,21 +11,10 @@ from __future__ import annotations
 import anyio
 from mcp.server import MCPServer
 
-from kernel_mcp.jobs import Job, JobBoard
-from kernel_mcp.server.common import (
-    READ_ONLY,
-    WRITES_SNAPSHOTS,
-    Shapes,
-    ToolSpace,
-    tool_errors,
-)
-from kernel_mcp.server.instruments import (
-    DOES,
-    evaluate_call,
-    profile_call,
-    roofline_call,
-)
-from kernel_mcp.worker.runner import Runner
+from kernel_mcp.server.common import READ_ONLY, WRITES_SNAPSHOTS, Shapes, ToolSpace, tool_errors
+from kernel_mcp.server.instruments import DOES, evaluate_call, profile_call, roofline_call
+from kernel_mcp.server.jobs import Job, JobBoard
+from kernel_mcp.worker import Runner
 
 DEFAULT_WAIT_S = 45.0
 MAX_WAIT_S = 50.0  # a job_wait call stays well inside the clients' ~60 s

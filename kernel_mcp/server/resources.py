@@ -11,8 +11,10 @@ from pathlib import Path
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
-from kernel_mcp.results import UsageError
+from kernel_mcp.errors import UsageError
+from kernel_mcp.problem import bundled_problem, load_problem
 from kernel_mcp.server.common import ToolSpace
+from kernel_mcp.tools.snapshot import best_file
 
 PROBLEM_URI = "kernel://problems/{+problem}/"  # {+...}: a problem may be a path (problems/vector_add, kb/19.py)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -22,14 +24,12 @@ def register_resources(server: MCPServer, space: ToolSpace) -> None:
     """Read-only views of the workspace: a problem's statement and the best kernel found so far."""
 
     def problem_at(problem: str):
-        from kernel_mcp.problem import load_problem
         try:
             return load_problem(space.problem(problem))
         except (UsageError, ToolError) as exc:
             raise ResourceError(str(exc)) from None
 
     def best(problem: str, name: str | None = None):
-        from kernel_mcp.tools.snapshot import best_file
         try:
             return best_file(space.root, Path(problem).name, name)  # evaluate names snapshots by folder name
         except UsageError as exc:
@@ -94,7 +94,6 @@ def resource_name(space: ToolSpace, problem: str) -> str:
 def _readable(space: ToolSpace, prob, file: Path) -> Path:
     """A file of ``prob`` to show: inside the workspace, or inside the bundled problem's folder in the package
     (a bundled problem is read from there; a workspace's file linked out of it is still refused)."""
-    from kernel_mcp.problem import bundled_problem
     home = bundled_problem(prob.path.name)
     if home is not None and prob.path == home.resolve() and Path(file).resolve().is_relative_to(prob.path):
         return Path(file).resolve()

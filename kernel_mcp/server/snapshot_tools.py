@@ -4,19 +4,13 @@ from __future__ import annotations
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
-from kernel_mcp.server.common import (
-    OVERWRITES_FILES,
-    READ_ONLY,
-    WRITES_SNAPSHOTS,
-    ToolSpace,
-    run_blocking,
-)
-from kernel_mcp.snapshots import Snapshot
-from kernel_mcp.stall import StallStatus
+from kernel_mcp.history.snapshots import Snapshot
+from kernel_mcp.history.stall import StallStatus
+from kernel_mcp.server.common import OVERWRITES_FILES, READ_ONLY, WRITES_SNAPSHOTS, ToolSpace, run_blocking
+from kernel_mcp.tools import snapshot as snap
 
 
 def register_snapshot_tools(server: MCPServer, space: ToolSpace) -> None:
-    from kernel_mcp.tools import snapshot as snap
 
     @server.tool(annotations=WRITES_SNAPSHOTS)
     async def snapshot(problem: str, candidate: str, author: str = "agent", note: str = "",

@@ -1,8 +1,8 @@
 """calibrate: measure the present GPU's memory bandwidth and matmul rates, and cache them per device.
 
-Datasheet peaks are not reachable in practice (an H200 copies at ~4.3 of its 4.8 TB/s, DESIGN.md), so the
-roofline prefers measured ceilings when this cache has them, and says which it used. Data is random
-(normal), never zeros: tensor cores draw less power on zeros and run faster than on real data.
+Datasheet peaks are not reachable in practice (an H200 copies at ~4.3 of its 4.8 TB/s; docs/verdict.md,
+"Measured ceilings"), so the roofline prefers measured ceilings when this cache has them, and says which it
+used. Data is random (normal), never zeros: tensor cores draw less power on zeros and run faster than on real data.
 
 The bandwidth ceiling is the best of three streams with different read/write mixes. HBM's achievable rate
 depends on the mix (read/write turnarounds cost bus time), so a copy alone is not the roof of a kernel that
@@ -18,9 +18,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field, computed_field
 
 from kernel_mcp import stats
-from kernel_mcp.cache import cache_root
-from kernel_mcp.results import UsageError
-from kernel_mcp.worker.runner import Runner, default_runner
+from kernel_mcp.errors import UsageError
+from kernel_mcp.files import cache_root
+from kernel_mcp.worker import Runner, default_runner
 
 STREAM_BYTES = 1 << 30  # moved per call by each stream: a working set far beyond any L2/LLC (MI300X: 256 MB)
 MATMUL_N = 8192  # 2*8192^3 = 1.1 TFLOP per call: long enough that launch overhead vanishes

@@ -1,8 +1,8 @@
 """compile: build every kernel a candidate launches for each target GPU, NVIDIA or AMD, on any machine.
 
 Triton (today): the launches of one ``custom_kernel`` call on the problem's smallest typical test are
-recorded (worker/triton_record.py; under Triton's interpreter when no GPU is present), then each kernel is
-compiled per target with Triton's own specialization (worker/triton_build.py). Both steps run candidate
+recorded (worker/steps/triton_record.py; under Triton's interpreter when no GPU is present), then each kernel is
+compiled per target with Triton's own specialization (worker/steps/triton_build.py). Both steps run candidate
 code, so both run as sandboxed subprocesses. Resources come from the binaries (backends/nvidia.py,
 backends/amd.py) and give a static occupancy (occupancy.py). Results are cached by content.
 """
@@ -19,14 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import kernel_mcp
-from kernel_mcp.backends import cpp, triton
-from kernel_mcp.cache import cache_root
-from kernel_mcp.targets import DEFAULT_CROSS, Target, parse, present
+from kernel_mcp.backends import cpp, cuda, hip, triton
+from kernel_mcp.errors import NoKernelFound, UsageError
+from kernel_mcp.files import cache_root
+from kernel_mcp.hardware.targets import DEFAULT_CROSS, Target, parse, present
 from kernel_mcp.problem import Problem, load_problem
-from kernel_mcp.results import CompileResult, Finding, UsageError
-from kernel_mcp.tools.check import resolve_candidate
+from kernel_mcp.results import CompileResult, Finding
+from kernel_mcp.tools._request import resolve_candidate
 from kernel_mcp.worker.protocol import BuildRequest, RecordRequest, StepRequest
-from kernel_mcp.worker.runner import Runner, default_runner, tampering_finding
+from kernel_mcp.worker import Runner, default_runner, tampering_finding
 
 
 def cache_dir() -> Path:
@@ -65,7 +66,6 @@ def _binary_identity(path: str | None) -> str:
 
 
 def _toolchain() -> dict[str, str]:
-    from kernel_mcp.backends import cuda, hip
     versions = {"kernel_mcp": getattr(kernel_mcp, "__version__", "dev") + "+" + _own_code_digest(),
                 "nvcc": _binary_identity(cuda.nvcc()), "hipcc": _binary_identity(hip.hipcc())}
     for package in ("triton",):
@@ -93,7 +93,7 @@ def cache_key(candidate: Path, problem: Problem, targets: list[Target], asm: boo
     return digest.hexdigest()[:40]
 
 
-def compile(candidate: str | Path, problem: str | Path | None = None, targets: list[str] | None = None,
+def compile(candidate: str | Path, problem: str | Path | Problem | None = None, targets: list[str] | None = None,
             asm: bool = False, on_progress=None, runner: Runner | None = None) -> CompileResult:  # noqa: A001
     """Compile the candidate's kernels for each target (default: this machine's GPU, or a standard set of
     NVIDIA and AMD targets when there is none). Raises UsageError for bad input."""
@@ -175,7 +175,7 @@ def _language(path: Path) -> str:
         return "cuda"
     if "triton" in text:
         return "triton"
-    raise UsageError(f"{path}: no kernel found (compile looks for @triton.jit kernels the candidate launches, "
+    raise NoKernelFound(f"{path}: no kernel found (compile looks for @triton.jit kernels the candidate launches, "
                      "or CUDA/HIP C++ it passes to torch.utils.cpp_extension.load_inline / load)")
 
 

@@ -5,53 +5,42 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pydantic import BaseModel
-
-from kernel_mcp.results import CompileResult, RooflineResult, UsageError
-from kernel_mcp.snapshots import Snapshot
-
-
-class EvaluateResult(BaseModel):
-    verdict: str  # the profile's verdict, or "compile failed"
-    passed: bool
-    trusted: bool
-    speedup: float | None = None
-    compile: CompileResult | None = None
-    roofline: RooflineResult | None = None  # holds the profile, which holds the check
-    snapshot: Snapshot
+from kernel_mcp.errors import NoKernelFound, UsageError
+from kernel_mcp.problem import load_problem
+from kernel_mcp.results import EvaluateRequest, EvaluateResult, RooflineResult
+from kernel_mcp.tools import snapshot as snapshots
+from kernel_mcp.tools.compile import compile as compile_candidate
+from kernel_mcp.tools.roofline import roofline
+from kernel_mcp.views.roofline_chart import draw
+from kernel_mcp.worker import Runner
+from kernel_mcp.worker.protocol import ProgressFn
 
 
-def evaluate(root: str | Path, problem: str | Path, candidate: str | Path, device: str = "auto",
-             budget_s: float = 60.0, author: str = "agent", note: str = "", parent: str | None = None,
-             shapes: str = "benchmarks", on_progress=None, runner=None) -> EvaluateResult:
+def evaluate(request: EvaluateRequest, runner: Runner | None = None,
+             on_progress: ProgressFn | None = None) -> EvaluateResult:
     """Every instrument on one candidate, and a snapshot of it with all the numbers. A compile error stops
-    before timing (and is snapshotted too: the history keeps failures). ``shapes="tests"`` times the small
-    test shapes instead of the benchmarks (quick runs, CPU)."""
-    # the instruments are imported here: the server imports this module for EvaluateResult and must start fast
-    from kernel_mcp.tools import snapshot as snapshots
-    from kernel_mcp.tools.compile import compile as compile_candidate
-    from kernel_mcp.tools.profile import settings_from
-    from kernel_mcp.tools.roofline import roofline
-    settings = settings_from(budget_s=budget_s, shapes=shapes)  # bad settings fail before any work
-    root = Path(root).resolve()
-    problem_name = Path(problem).name
+    before timing (and is snapshotted too: the history keeps failures). ``settings.shapes="tests"`` times
+    the small test shapes instead of the benchmarks (quick runs, CPU). The problem is loaded once, here."""
+    root, candidate = request.root.resolve(), request.candidate
+    problem = load_problem(request.problem)
+    keep = dict(author=request.author, note=request.note, parent=request.parent)
+    problem_name = request.problem.name
     evaluated = _read(candidate)  # what the snapshot keeps: exactly the bytes every instrument below used
     built = None
     try:
         built = compile_candidate(candidate, problem=problem, on_progress=on_progress, runner=runner)
-    except UsageError as exc:
-        if "no kernel found" not in str(exc):  # plain torch candidates have nothing to compile
-            raise
+    except NoKernelFound:  # plain torch candidates have nothing to compile
+        pass
     if built is not None and not built.ok:
         _unchanged(candidate, evaluated)
-        snap = snapshots.snapshot(root, problem_name, candidate, author=author, note=note, parent=parent,
-                                  compile=built, candidate_bytes=evaluated)
+        snap = snapshots.snapshot(root, problem_name, candidate, compile=built, candidate_bytes=evaluated, **keep)
         return EvaluateResult(verdict="compile failed", passed=False, trusted=False, compile=built, snapshot=snap)
-    roof = roofline(problem, candidate, device=device, settings=settings, on_progress=on_progress, runner=runner)
+    roof = roofline(problem, candidate, device=request.device, settings=request.settings, on_progress=on_progress,
+                    runner=runner)
     prof = roof.profile
     _unchanged(candidate, evaluated)
-    snap = snapshots.snapshot(root, problem_name, candidate, author=author, note=note, parent=parent, compile=built,
-                              profile=prof, roofline=roof, attachments=_chart(roof), candidate_bytes=evaluated)
+    snap = snapshots.snapshot(root, problem_name, candidate, compile=built, profile=prof, roofline=roof,
+                              attachments=_chart(roof), candidate_bytes=evaluated, **keep)
     return EvaluateResult(verdict=prof.verdict, passed=prof.passed, trusted=prof.trusted, speedup=prof.speedup,
                           compile=built, roofline=roof, snapshot=snap)
 
@@ -75,7 +64,6 @@ def _chart(roof: RooflineResult) -> dict[str, bytes]:
     """The roofline chart kept with the snapshot (the server serves the best one as a resource)."""
     if not roof.shapes or not roof.bandwidth_bytes_per_s:
         return {}
-    from kernel_mcp.roofline_chart import draw
     try:
         with tempfile.TemporaryDirectory(prefix="kmcp-chart-") as scratch:
             return {"roofline.png": draw(roof, Path(scratch) / "roofline.png").read_bytes()}

@@ -1,28 +1,18 @@
 """profile: how fast is the candidate, against the reference (and a baseline), and can the number be
-believed? Correctness first (a full check in the same run), then timing: worker/profile_run.py."""
+believed? Correctness first (a full check in the same run), then timing: worker/judge/profile.py."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
-
-from kernel_mcp.problem import load_problem
-from kernel_mcp.results import ProfileResult, ProfileSettings, UsageError
-from kernel_mcp.tools.check import judge_request, resolve_candidate
-from kernel_mcp.worker.protocol import ProgressFn, field_problems, parse_device
-from kernel_mcp.worker.runner import Runner, default_runner
 
 
-def settings_from(**values: Any) -> ProfileSettings:
-    """ProfileSettings from keyword values; a bad value is a UsageError naming the setting."""
-    try:
-        return ProfileSettings(**values)
-    except ValidationError as exc:
-        raise UsageError(f"bad profile settings: {field_problems(exc)}") from None
+from kernel_mcp.problem import Problem, load_problem
+from kernel_mcp.results import ProfileResult, ProfileSettings
+from kernel_mcp.tools._request import judge_request, resolve_candidate
+from kernel_mcp.worker.protocol import ProgressFn, parse_device
+from kernel_mcp.worker import Runner, default_runner
 
 
-def profile(problem: str | Path, candidate: str | Path, baseline: str | Path | None = None,
+def profile(problem: str | Path | Problem, candidate: str | Path, baseline: str | Path | None = None,
             device: str = "auto", settings: ProfileSettings | None = None, counters: bool = False,
             on_progress: ProgressFn | None = None, runner: Runner | None = None,
             call_timeout_s: float | None = None) -> ProfileResult:
@@ -36,7 +26,7 @@ def profile(problem: str | Path, candidate: str | Path, baseline: str | Path | N
     request = judge_request(mode="profile", problem=str(prob.path), candidate=str(path),
                             baseline=str(resolve_candidate(baseline)) if baseline else None,
                             settings=settings or ProfileSettings(), call_timeout_s=call_timeout_s)
-    result = runner.judge(request, device, on_progress)
+    result = runner.judge(request, device, on_progress, prob)
     assert isinstance(result, ProfileResult)
     if counters:
         runner.counters(result, prob, path, runner.resolved(device))

@@ -8,17 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel_mcp import devices
-from kernel_mcp.results import (
-    ProfileResult,
-    ProfileSettings,
-    RooflinePoint,
-    RooflineResult,
-    RooflineShape,
-    UsageError,
-)
+from kernel_mcp.errors import UsageError
+from kernel_mcp.hardware import devices
+from kernel_mcp.problem import Problem, load_problem
+from kernel_mcp.results import ProfileResult, ProfileSettings, RooflinePoint, RooflineResult, RooflineShape
 from kernel_mcp.tools.calibrate import load_cached
 from kernel_mcp.tools.profile import profile
+from kernel_mcp.views.roofline_chart import draw
 
 UNDERUTILISED_PERCENT = 25.0  # below a quarter of the binding roof neither roof explains the time
 
@@ -76,17 +72,16 @@ def roofline_from(prof: ProfileResult, unit_kind: str, png: str | Path | None = 
     if not prof.passed:
         result.message = f"the candidate did not pass ({prof.verdict}): only the reference is placed"
     if png:
-        from kernel_mcp.roofline_chart import draw
         result.png = str(draw(result, Path(png)))
     return result
 
 
-def roofline(problem: str | Path, candidate: str | Path, device: str = "auto", settings: ProfileSettings | None = None,
-             png: str | Path | None = None, on_progress=None, runner=None) -> RooflineResult:
+def roofline(problem: str | Path | Problem, candidate: str | Path, device: str = "auto",
+             settings: ProfileSettings | None = None, png: str | Path | None = None, on_progress=None,
+             runner=None) -> RooflineResult:
     """Profile ``candidate`` on ``problem`` and place it and the reference under the device's roofs."""
-    from kernel_mcp.problem import load_problem
     prob = load_problem(problem)
     if png and Path(png).suffix.lower() != ".png":
         raise UsageError(f"--png wants a .png file name; got {png}")
-    prof = profile(problem, candidate, device=device, settings=settings, on_progress=on_progress, runner=runner)
+    prof = profile(prob, candidate, device=device, settings=settings, on_progress=on_progress, runner=runner)
     return roofline_from(prof, prob.spec.unit, png)

@@ -1,22 +1,23 @@
 """snapshot, history, diff, restore, best, status: every attempt kept in git with its numbers
-(kernel_mcp/snapshots.py), and the stall signal over them (kernel_mcp/stall.py). Plain functions over a
+(kernel_mcp/history/snapshots.py), and the stall signal over them (kernel_mcp/history/stall.py). Plain functions over a
 workspace root; paths are relative to it and must stay inside it."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from kernel_mcp import snapshots
-from kernel_mcp.results import CheckResult, CompileResult, ProfileResult, RooflineResult, UsageError, shown
-from kernel_mcp.snapshots import Snapshot, SnapshotMeta, Store
-from kernel_mcp.stall import RunFacts, StallPolicy, StallStatus, assess
-
+from kernel_mcp.errors import UsageError, shown
+from kernel_mcp.history import snapshots
+from kernel_mcp.history.snapshots import Snapshot, SnapshotMeta, Store
+from kernel_mcp.history.stall import RunFacts, StallPolicy, StallStatus, assess
+from kernel_mcp.results import CheckResult, CompileResult, ProfileResult, RooflineResult
 
 NOVELTY_LOOKBACK = 60  # snapshots whose sources the status tool reads to spot repeated proposals (S4)
 
 
 def metrics(check: CheckResult | None = None, profile: ProfileResult | None = None,
-            roofline: RooflineResult | None = None, compile: CompileResult | None = None) -> dict[str, Any]:  # noqa: A002
+            roofline: RooflineResult | None = None,
+            compile: CompileResult | None = None) -> dict[str, Any]:  # noqa: A002
     """The numbers a snapshot keeps, from whichever results the evaluation produced."""
     out: dict[str, Any] = {}
     if check is not None:
@@ -144,7 +145,7 @@ def restore(root: str | Path, snapshot_id: str, force: bool = False) -> list[str
 
 def status(root: str | Path, problem: str, policy: StallPolicy | None = None,
            facts: RunFacts | None = None) -> StallStatus:
-    """The stall signals for one problem's search and the ladder's suggested rung (kernel_mcp/stall.py), the
+    """The stall signals for one problem's search and the ladder's suggested rung (kernel_mcp/history/stall.py), the
     same the orchestrator computes; the candidates' sources are read from the store for mode collapse."""
     name = problem_name(problem)
     history = [s for s in _all(root) if s.problem == name]

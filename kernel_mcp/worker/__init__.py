@@ -1,39 +1,66 @@
-"""The only place candidate code runs, behind one door: ``runner.py``.
+"""The only place candidate code runs, behind one door: this module. Code outside ``worker/`` imports the
+names below from ``kernel_mcp.worker`` (and messages from ``kernel_mcp.worker.protocol``), never a module
+inside; tools/layout_check.py holds that. The names load on first use, so importing any part of ``worker/``
+(the judge, a candidate host) never loads runner code.
 
-Processes, trust decreasing inward:
+Each folder is a process, trust decreasing inward:
 
-caller (CLI, MCP server; never imports problem or candidate code) holds a *runner* (runner.py): it
-  guards the files the harness relies on where candidates could write them, takes the device's lease
-  (lease.py: exclusive for timing, shared for checks while their memory fits), starts the processes below
-  and reads their results. Messages are typed (protocol.py) and validated where they arrive. Judges and
-  step hosts are forked from its fork server (fork_server.py: an isolated interpreter with torch and the
-  harness imported, which never holds a secret), or started as fresh interpreters where it cannot be used.
-  Several GPUs: a pool of runners, one per GPU, each pinned to it, behind one queue (pool.py); a Ray
-  cluster: the runner and everything below it run on a worker node, one Ray task per judge (ray_pool.py).
-  -> judge (``judge.py``; trusted): started isolated (``python -S -I``), non-dumpable. Boots first
-     (judge_start.py imports torch and forks the factory its candidate hosts are forked from before it
-     reads its boot line, then starts them from that line: host_factory.py; warm.py pays
-     torch's and Triton's first-use costs), says Ready, then
-     serves one JudgeRequest: imports reference.py (reference_runtime.py; kernelbench.py adapts
-     KernelBench files), measures what the check needs of the device (footprint.py: the caller resizes
-     its lease reservation), makes inputs from fresh secret seeds, measures what the reference does with
-     each input on every case (roles.py), adds a shape the task does not list (shapes.py), computes
-     float64 references (float64_run.py, counting each output's summed terms: reduction_trace.py;
-     expected_leaves.py), runs each case (case_run.py) and compares (outputs.py), probes for a degenerate
-     problem (degenerate.py), names a failure's cause (causes.py, precision_probe.py), applies the problem's
-     benchmark's own contract beside its verdict (contract.py), decides (check_run.py, profile_run.py,
-     profile_verdict.py). While timing it flushes
-     the caches itself (flush.py) and fails a call that left code to run after the clock (aftercall.py).
-     Reports on a private pipe, each line HMAC-signed (channel.py; client.py is the caller's side).
-     -> candidate host (``candidate_host.py``; untrusted; session.py is the judge's side): boots with
-        harness code only, then imports exactly one candidate and runs ``custom_kernel`` on tensors it
-        receives (shared memory on CPU, CUDA IPC on GPU). What it sends back is unpickled by a restricted
-        unpickler that rebuilds plain tensors only.
-  -> step host (``step_host.py``; untrusted; steps.py is the caller's side): one compile step (record
-     Triton launches, build them per target, capture C++ sources) for one candidate, JSON over a socket.
+    runners/    the CALLER (CLI, MCP server, optimize; never imports problem or candidate code): picks where a
+                request runs (``local.py`` this machine, ``pool.py`` a warm worker per GPU, ``ray.py`` a Ray
+                cluster, all keeping ``base.Runner``), guards the files the harness relies on (``guard.py``)
+                and keeps the caller's secrets out of results (``redact.py``)
+    launch/     the CALLER's handles on every process it starts: a judge (``judge.py``, booted by ``env.py``'s
+                command), a compile step (``step.py``), its fork server (``fork_client.py``; the server itself,
+                ``fork_server.py``, is an isolated interpreter with torch and the harness imported that never
+                holds a secret), compilers and profilers (``toolchain.py``, ``counters.py``), a CLI agent
+                (``agent.py``)
+    judge/      the TRUSTED judge (``python -S -I``, non-dumpable): boots (``start.py``), serves one request
+                (``main.py``): check and profile, the reference and its float64 truth, the comparison, the
+                verdict and its causes. Reports on a private pipe, each line HMAC-signed
+    host/       the UNTRUSTED candidate host: boots with harness code only (forked from the judge's factory,
+                ``factory.py``), imports exactly one candidate, runs it on tensors it receives
+                (``main.py``); what it sends back is unpickled by a restricted unpickler
+    steps/      the UNTRUSTED one-shot steps: record Triton launches, build them per target, capture C++
+                sources, the target a hardware profiler wraps
+    isolation/  what every untrusted process gets: allowlisted environment, scratch HOME, its own PID and mount
+                namespace where the OS allows (file systems read-only but its scratch), its own kernel build
+                caches, limits, a run token; its whole tree killed afterwards
 
-Every untrusted process (sandbox.py): allowlisted environment, a scratch HOME, its own kernel build caches
-(kernel_cache.py), its own PID and mount namespace where the OS allows (every file system read-only
-inside but its scratch and /dev: mounts.py), limits, a run token; it is killed with its whole tree
-afterwards.
+Shared by more than one of them (this folder's root): ``protocol.py`` (every message that crosses a
+process boundary, validated where it arrives), ``channel.py`` (signed lines, the restricted unpickler),
+``lease.py`` and ``nvml.py`` (the per-device lease: timing alone, checks side by side while their memory
+fits), ``resolve.py`` (which device a request means), ``tensors.py`` and ``kernelbench.py`` (the judge's
+and the host's view of inputs and of KernelBench's Model/ModelNew), ``overall.py`` (a profile's standing
+from its shapes and findings), ``digests.py`` (which harness files a process runs), ``trace.py``
+(phase timestamps).
 """
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> the module inside worker/ that defines it
+_DOOR = {
+    # runners: where a request runs
+    "Runner": "runners.base", "LocalRunner": "runners.local", "default_runner": "runners.local",
+    "tampering_finding": "runners.guard", "PoolRunner": "runners.pool", "runner_for": "runners.pool",
+    "RayRunner": "runners.ray", "remember_secret": "runners.redact",
+    # the caller's handles on processes it starts
+    "prestart_judge": "launch.judge", "run_tool": "launch.toolchain", "tool_env": "launch.toolchain",
+    "ToolRun": "launch.toolchain", "run_agent_process": "launch.agent", "agent_event": "launch.agent",
+    # devices, and the hygiene of trusted processes
+    "guess_kind": "resolve", "default_shapes": "resolve", "harden_trusted_process": "isolation.sandbox",
+    "trace_mark": "trace",
+}
+_RENAMED = {"remember_secret": "remember", "prestart_judge": "prestart", "agent_event": "event_of",
+            "trace_mark": "mark"}
+
+__all__ = sorted(_DOOR)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _DOOR:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_DOOR[name]}"), _RENAMED.get(name, name))
+    globals()[name] = value  # the next lookup is a plain one
+    return value

@@ -14,7 +14,7 @@ those conventions and wrong for the model the problem describes; each is closed 
   random signs (``signed``), unless that makes the reference produce NaN or Inf where it did not
   (a log, a sqrt or a probability input): then the problem keeps its inputs' own signs and says so.
 * **Randomness** (training-mode dropout): the reference and the candidate's call start every case from
-  the same RNG seed (reference_runtime.ReferenceRuntime.ref_kernel, candidate_host), so the same op draws
+  the same RNG seed (judge/reference.ReferenceRuntime.ref_kernel, host/main.py), so the same op draws
   the same mask on both sides.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from kernel_mcp import tensors
+from kernel_mcp.worker import tensors
 
 SPREAD = 0.25  # a constant parameter v becomes v * (1 +- SPREAD), or +- SPREAD around 0
 
@@ -109,4 +109,5 @@ def signed(data: Any, seed: int) -> Any:
 
 
 def finite_everywhere(tree: Any) -> bool:
-    return all(tensors.every(t, torch.isfinite) for _, t in tensors.leaves(tree) if t.is_floating_point() or t.is_complex())
+    return all(tensors.every(t, torch.isfinite) for _, t in tensors.leaves(tree)
+               if t.is_floating_point() or t.is_complex())

@@ -29,13 +29,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kernel_mcp.cache import cache_root
+from kernel_mcp.files import cache_root
+from kernel_mcp.worker import nvml
 from kernel_mcp.worker.protocol import Device
 
 MEMORY_BUDGET = 0.9  # share of a GPU's memory that admitted checks may reserve together
 # A problem never measured is admitted with this share of the device, its judge held to it (allocations
 # beyond it fail in the judge, never in a neighbour) until it has measured the reference (seconds) and
-# knows what the check needs (footprint.py). KernelBench's level-1 problems range from megabytes to
+# knows what the check needs (judge/footprint.py). KernelBench's level-1 problems range from megabytes to
 # 50 GiB: most fit a quarter of an H200, so up to three first runs go side by side; the rest start again
 # with their measured need. A step recording a never-measured problem's candidate, which no judge
 # measures, reserves the whole device (ALONE).
@@ -168,7 +169,6 @@ def _release(path: Path, token: str) -> None:
 
 def free_memory(device: Device) -> int | None:
     """Free bytes on the device now, from the driver's management library (no torch, no context)."""
-    from kernel_mcp.worker import nvml
     return nvml.free_bytes(device) if device.vendor == "nvidia" else None
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-
 from typing import TYPE_CHECKING
+
+# imports inside functions: torch only when a device is resolved (the cheap guess must not import it)
 
 if TYPE_CHECKING:
     from kernel_mcp.worker.protocol import Device  # imported by resolve(): guess_kind runs before pydantic is

@@ -1,6 +1,6 @@
 """Cheat/escape: leave a daemon behind (double fork + setsid), e.g. to keep working after the check or to
 tamper with files later. The computation itself is honest. Writes the daemon's pid to a fixed file so the
-test can see whether the harness killed it (DESIGN rule 7; proctree.kill_tree with a child subreaper).
+test can see whether the harness killed it (docs/threat-model.md, rule 7; proctree.kill_tree with a child subreaper).
 """
 import os
 

@@ -1,4 +1,4 @@
-"""Honest control: the work runs on a side thread that is joined before returning (DESIGN rule 8:
+"""Honest control: the work runs on a side thread that is joined before returning (docs/threat-model.md, rule 8:
 internal side streams/threads that are joined are fine). Must pass."""
 import threading
 

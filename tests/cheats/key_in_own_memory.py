@@ -1,7 +1,7 @@
-"""Cheat: look for the judge's HMAC key in this process's own memory (DESIGN rule 1: the candidate never
+"""Cheat: look for the judge's HMAC key in this process's own memory (docs/threat-model.md, rule 1: the candidate never
 holds what signs the verdict).
 
-Candidate hosts are forked from a copy of the judge (worker/host_factory.py). Had that copy been taken after
+Candidate hosts are forked from a copy of the judge (worker/host/factory.py). Had that copy been taken after
 the judge read its boot line, every host would start with the key in its memory (the line as text, the key
 as bytes), readable without any permission: ``/proc/self/mem``. With the key, a result could be signed.
 This fixture is told the key out of band by the test (tests/test_host_factory.py writes
@@ -45,7 +45,7 @@ def _report():
     needles["control"] = (control[:ANCHOR], 32, hashlib.sha256(control).hexdigest())
     found = _search(needles)
     with open("/proc/self/cmdline", "rb") as cmdline:  # a forked host has its judge's command line
-        found["forked"] = b"kernel_mcp.worker.candidate_host" not in cmdline.read()
+        found["forked"] = b"kernel_mcp.worker.host.main" not in cmdline.read()
     found["dumpable"] = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 1  # PR_GET_DUMPABLE: as after an exec
     write_atomic(os.path.join(STATE_DIR, "own_memory.json"), json.dumps(found))
     return control

@@ -1,6 +1,6 @@
 """Cheat: monkeypatch every comparison function to say "equal", then return garbage.
 
-Models harnesses that compare inside the candidate's process (pygpubench exploits; DESIGN rule 1: "not
+Models harnesses that compare inside the candidate's process (pygpubench exploits; docs/threat-model.md, rule 1: "not
 torch.allclose"). Patches torch.allclose, torch.isclose, torch.equal, torch.testing.assert_close,
 torch.Tensor.__eq__/__ne__/allclose/equal, and numpy.allclose/array_equal where numpy is present.
 The judge compares in another process, so the zeros fail: expected verdict mismatch.

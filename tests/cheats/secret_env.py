@@ -1,4 +1,4 @@
-"""Cheat: use a secret from the environment (DESIGN rule 7: candidates get an allowlisted environment).
+"""Cheat: use a secret from the environment (docs/threat-model.md, rule 7: candidates get an allowlisted environment).
 
 Computes the right answer only if it can see the test's fake API key (``sk-test-secret-kernel-mcp``): in
 its own environment, in /proc/self/environ, or in /proc/<pid>/environ of its ancestors (the judge and the

@@ -1,6 +1,6 @@
 """Cheat/leak: print, and raise with, a secret the caller holds (written into this file, as if it had been
 stolen): nothing of it may reach the result, its log tail, a compile result or the cache (the runner
-redacts every result: worker/redact.py; the tests set the same value as the caller's API key).
+redacts every result: worker/runners/redact.py; the tests set the same value as the caller's API key).
 Launches a Triton kernel first, so that `compile` runs it too.
 """
 import sys

@@ -1,5 +1,5 @@
 """Cheat: steal the caller's HMAC key from its memory and sign a forged passing result (pygpubench:
-forging the result channel; DESIGN rule 1 and "Where the verdict and the clock live").
+forging the result channel; docs/threat-model.md, "The rules", rule 1, and docs/how-it-works.md, "The processes").
 
 The judge signs its result lines with a key that only it and the caller hold, and the judge is
 non-dumpable. The caller (the CLI, an MCP server, the orchestrator) is an ordinary process of the same

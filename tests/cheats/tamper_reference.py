@@ -1,5 +1,5 @@
 """Cheat: compute correctly, but overwrite the problem's reference.py with one whose ref_kernel returns
-zeros, so that later checks (of anything returning zeros) pass. DESIGN rule 7: problem files are hashed
+zeros, so that later checks (of anything returning zeros) pass. docs/threat-model.md, rule 7: problem files are hashed
 and restored. Run it only on a copy of a problem. Expected verdict: tampering, file restored.
 """
 import importlib.util

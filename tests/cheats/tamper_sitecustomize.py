@@ -14,7 +14,7 @@ COPY_MARKER = ".kernel_mcp_cheats_copy"  # the tests put this file in the copies
 
 PLANT = '''import sys
 if any("kernel_mcp.worker.judge" in a for a in getattr(sys, "orig_argv", [])):
-    import kernel_mcp.worker.check_run as _cr
+    import kernel_mcp.worker.judge.check as _cr
 
     def _decide(result):
         result.passed, result.verdict = True, "pass"

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernel_mcp.agent.run_folder import RunConfig, RunFolder, candidate_hash
+from kernel_mcp.agent.run.folder import RunConfig, RunFolder, candidate_hash
 
 TURN_COST_USD = 0.01
 

@@ -1,5 +1,5 @@
 """Shared by the after-the-clock cheats (not a candidate): is this call the timed one? The check's calls
-come from the host's _run, the timed ones from worker/timing.py's timed_call."""
+come from the host's _run, the timed ones from worker/host/timing.py's timed_call."""
 import sys
 
 

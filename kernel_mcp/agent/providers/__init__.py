@@ -1,12 +1,14 @@
 """Model providers behind one interface (``base.Session``): ``open_session("anthropic:MODEL" |
 "openai:MODEL" | "openai-compatible:URL#MODEL", system, tools)``. API keys come from the usual variables
 (ANTHROPIC_API_KEY, OPENAI_API_KEY) and stay in this process: candidate code runs in processes started
-without them (worker/sandbox.py)."""
+without them (worker/isolation/sandbox.py)."""
 from __future__ import annotations
 
 import os
 
 from kernel_mcp.agent.providers.base import Session, ToolSpec
+
+# imports inside functions: a provider's SDK (anthropic, openai) is imported only when a run uses that provider
 
 KINDS = "anthropic:MODEL, openai:MODEL, openai-compatible:URL#MODEL"
 

@@ -1,4 +1,4 @@
-"""The one small interface every model provider implements (ORCHESTRATOR.md, "Providers"): a session that
+"""The one small interface every model provider implements (docs/orchestrator.md, "Providers"): a session that
 keeps its own conversation in its API's native form, and ``send`` -> ``Turn``: the model's text, the tool
 calls it asks for, why it stopped, and what the turn cost.
 

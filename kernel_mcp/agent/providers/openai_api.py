@@ -24,7 +24,8 @@ class ResponsesSession:
         self.items: list[dict[str, Any]] = []
 
     def send(self, text: str | None = None, results: list[ToolResult] | None = None) -> Turn:
-        self.items += [{"type": "function_call_output", "call_id": r.call_id, "output": r.content} for r in results or []]
+        self.items += [{"type": "function_call_output", "call_id": r.call_id, "output": r.content}
+                       for r in results or []]
         if text:
             self.items.append({"role": "user", "content": text})
         # nothing stored server-side: a reasoning model's reasoning items come back encrypted, to be sent
@@ -62,7 +63,8 @@ class ChatSession:
         choice = reply.choices[0]
         message = choice.message.model_dump(exclude_none=True)
         self.messages.append({k: v for k, v in message.items() if k in ("role", "content", "tool_calls")})
-        calls = [ToolCall(id=c["id"], name=c["function"]["name"], arguments=arguments_of(c["function"].get("arguments")))
+        calls = [ToolCall(id=c["id"], name=c["function"]["name"],
+                          arguments=arguments_of(c["function"].get("arguments")))
                  for c in message.get("tool_calls") or []]
         u = reply.usage
         cached = _get(getattr(u, "prompt_tokens_details", None), "cached_tokens")

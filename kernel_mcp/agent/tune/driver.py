@@ -31,12 +31,14 @@ from pydantic import BaseModel
 
 from kernel_mcp.agent.compare import compare_files
 from kernel_mcp.agent.decide import significant
-from kernel_mcp.agent.run_folder import write_once
+from kernel_mcp.agent.run.folder import write_once
 from kernel_mcp.agent.tune import priors
 from kernel_mcp.agent.tune.params import Config, Param, apply, change_between, find_params
 from kernel_mcp.agent.tune.search import DELTA, tune
 from kernel_mcp.results import ProfileSettings
 from kernel_mcp.stats import Ratio, geometric_mean
+from kernel_mcp.tools.profile import profile
+from kernel_mcp.worker import guess_kind
 
 
 class TuneResult(BaseModel):
@@ -72,7 +74,6 @@ class Tuner:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         if interpreted is None:  # kernels run by Triton's interpreter: on a CPU
-            from kernel_mcp.worker.resolve import guess_kind
             interpreted = guess_kind(device) == "cpu"
         self.params: list[Param] = [p for p in find_params(self.source) if (not only or p.name in only)
                                     and not (interpreted and p.name.rsplit(".", 1)[-1] in GPU_ONLY)]
@@ -150,7 +151,7 @@ class Tuner:
 
     def measure(self, configs: list[Config], effort: float) -> list[float | None]:
         """Each configuration timed alone; at once on as many devices as the runner has workers (a pool of
-        GPUs: pool.py), each on one device to itself."""
+        GPUs: runners/pool.py), each on one device to itself."""
         settings = self.settings.model_copy(update={"budget_s": self.settings.budget_s * effort / 4})
 
         def one(config: Config) -> float | None:
@@ -163,7 +164,6 @@ class Tuner:
         return times
 
     def _time_alone(self, file: Path, settings: ProfileSettings) -> float | None:
-        from kernel_mcp.tools.profile import profile
         result = profile(self.problem, file, device=self.device, settings=settings, runner=self.runner)
         medians = [s.candidate.median_ms for s in result.shapes if s.candidate and s.credited]
         return geometric_mean(medians) if result.passed and result.trusted and medians else None

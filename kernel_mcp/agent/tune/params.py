@@ -1,5 +1,5 @@
 """A Triton candidate's tunable parameters, found in its source, and the source rewritten for a configuration
-(no model: the ``tune`` agent's search space; ORCHESTRATOR.md, "The tune agent").
+(no model: the ``tune`` agent's search space; docs/orchestrator.md, "The tune agent").
 
 Found by reading the source (``ast``), never by running it:
 
@@ -48,7 +48,8 @@ def powers_around(value: int) -> tuple[int, ...]:
 
 
 def _power_of_two(node: ast.AST) -> int | None:
-    if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 2 and not node.value & (node.value - 1):
+    if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 2 \
+            and not node.value & (node.value - 1):
         return node.value
     return None
 

@@ -1,0 +1,150 @@
+"""Kernel build caches (Triton's, torch extensions') for processes that run candidate code, one per
+candidate, so no candidate can plant a build that another candidate, the reference or the judge loads.
+
+A process that runs candidate code builds into its own scratch folder. Before it starts, trusted code
+(the judge, or the runner for compile steps) fills that folder from the store entry of *this* candidate
+(keyed by its folder and bytes); after it ends, trusted code keeps the new builds in that entry. Those
+processes see the whole store read-only where they get a mount namespace (sandbox.make_preexec), so the
+only builds a candidate can plant are its own: code it could run directly anyway. Without namespaces
+(no root, no user namespaces) the store is writable by the candidate's user, like every file of that
+user; the check then says `no_pid_namespace`. The judge itself builds into a private temporary folder
+of its own and loads nothing from here (worker/judge/main.py).
+
+Copies are made by trusted code from folders untrusted code wrote: symbolic links are never copied or
+followed, nothing already there is overwritten (a running process may have loaded it), and a failure to
+copy only costs a rebuild.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+from kernel_mcp.files import cache_root
+
+KINDS = {"TRITON_CACHE_DIR": "triton", "TORCH_EXTENSIONS_DIR": "torch_extensions"}
+MAX_KEEP_BYTES = 512 << 20  # a store entry never grows past this (a flood is dropped, not kept)
+KEEP_ENTRIES = 64  # candidates whose builds are kept (least recently used ones go)
+# how deep a kept tree is merged: Triton's entries (one folder per build hash) never change once written;
+# torch extensions sit one level further down (TORCH_EXTENSIONS_DIR/<python+cuda tag>/<name>)
+MERGE_DEPTH = {"triton": 0, "torch_extensions": 1}
+
+
+def store() -> Path:
+    return cache_root() / "kernels"
+
+
+def key_for(candidate: Path) -> str:
+    """Which store entry a candidate's processes fill from: its folder and its bytes (helpers beside it
+    have their own Triton keys, by their source)."""
+    digest = hashlib.sha256(str(candidate.resolve().parent).encode() + b"\0" + candidate.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def scratch_env(scratch: Path) -> dict[str, str]:
+    """The cache variables of a process that builds into ``scratch``."""
+    return {var: str(scratch / name) for var, name in KINDS.items()}
+
+
+def prepare(scratch: Path) -> None:
+    """Empty build caches in a new scratch folder, before any candidate is known."""
+    for name in KINDS.values():
+        (scratch / name).mkdir(parents=True, exist_ok=True)
+
+
+def fill(key: str, scratch: Path) -> None:
+    """Copy this candidate's kept builds into its process's scratch folder (made by ``prepare``). New
+    entries only: the process is already running, and a file it has loaded must not be rewritten under
+    it (an H200 run crashed a host that way, 2026-12-01)."""
+    entry = store() / key
+    for name in KINDS.values():
+        if (entry / name).is_dir():
+            _merge(entry / name, scratch / name, MERGE_DEPTH[name])
+    try:
+        os.utime(entry)  # least recently used goes first
+    except OSError:
+        pass
+
+
+def keep(key: str, scratch: Path) -> None:
+    """Keep the builds a candidate's process made: new entries only; nothing kept is overwritten."""
+    entry = store() / key
+    for name in KINDS.values():
+        if (scratch / name).is_dir() and not (scratch / name).is_symlink():
+            _merge(scratch / name, entry / name, MERGE_DEPTH[name])
+    _prune()
+
+
+def _merge(source: Path, target: Path, depth: int) -> None:
+    try:
+        items = list(source.iterdir())
+    except OSError:
+        return
+    for item in items:
+        try:
+            _merge_item(item, target / item.name, depth)
+        except OSError:
+            continue  # unreadable or vanished: that build is rebuilt when needed
+
+
+def _merge_item(item: Path, target: Path, depth: int) -> None:
+    if item.is_symlink() or not (item.is_dir() or item.is_file()):
+        return
+    if target.exists() or target.is_symlink():
+        if depth > 0 and target.is_dir() and not target.is_symlink() and item.is_dir():
+            _merge(item, target, depth - 1)
+        return
+    if _size(item) > MAX_KEEP_BYTES:
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + f".{os.getpid()}.partial")
+    try:
+        if item.is_dir():
+            shutil.copytree(item, partial, ignore=_links)
+            _repoint_groups(partial, target)
+        else:
+            shutil.copy2(item, partial)
+        partial.rename(target)  # whole or not at all: a concurrent reader never sees half an entry
+    finally:
+        shutil.rmtree(partial, ignore_errors=True) if partial.is_dir() else partial.unlink(missing_ok=True)
+
+
+def _links(folder: str, names: list[str]) -> list[str]:
+    """copytree's ignore: symbolic links are left behind (a link would let a copy write where it points)."""
+    return [n for n in names if os.path.islink(os.path.join(folder, n))]
+
+
+def _repoint_groups(folder: Path, final: Path) -> None:
+    """Triton's ``__grp__*.json`` files name the files of one build by absolute path; in a copy they must
+    name the copy's files (else every lookup misses and the kernel is compiled again). A build's files sit
+    in one folder, so each path becomes ``final/<its file name>``: nothing outside the folder is named."""
+    for group in folder.glob("__grp__*.json"):
+        if group.is_symlink() or not group.is_file():
+            continue
+        try:
+            data = json.loads(group.read_text())
+            children = {str(k): str(final / Path(str(v)).name) for k, v in data["child_paths"].items()}
+        except (OSError, ValueError, KeyError, AttributeError, TypeError):
+            group.unlink(missing_ok=True)  # a malformed group is a cache miss, never a path to follow
+            continue
+        rewritten = group.with_name(group.name + ".new")
+        rewritten.write_text(json.dumps({"child_paths": children}))
+        rewritten.replace(group)
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _prune() -> None:
+    root = store()
+    try:
+        entries = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in entries[KEEP_ENTRIES:]:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,149 @@
+"""One case of a check, inside the judge: fresh inputs, the reference's expected outputs, one call of the
+candidate, and its output judged (form, inputs left alone, values), with the benchmark's own contract beside."""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from kernel_mcp.results import CaseResult, CheckResult, Finding
+from kernel_mcp.worker import trace
+from kernel_mcp.worker.judge import causes, contract, degenerate, shapes
+from kernel_mcp.worker.judge.outputs import judge_values, output_integrity, problem_check, resolve_input_refs
+from kernel_mcp.worker.judge.parking import release_device_memory
+from kernel_mcp.worker.judge.reference import ReferenceRuntime
+from kernel_mcp.worker.judge.session import CandidateSession
+
+LATE = ("the output changed after the call returned: work that writes it was left on a stream the caller's "
+        "stream does not wait for (join side streams before returning: current_stream().wait_stream(s)), "
+        "so a caller reading it on its own stream reads it unfinished")
+
+
+@dataclass
+class Case:
+    name: str
+    params: dict[str, Any]  # what generate_input gets (a fresh seed stays in the judge)
+    shown: dict[str, Any]  # what the result shows
+    signed: bool = False  # KernelBench: inputs of one sign get random signs (kernelbench.signed)
+
+
+def plan_cases(tests: list[dict], fresh_seeds: int) -> list[Case]:
+    """Each listed test, each followed by copies with fresh secret seeds: every shape is served at least
+    twice with different values, so an answer cached by pointer, shape or sampled values is caught."""
+    cases = []
+    for i, test in enumerate(tests):
+        cases.append(Case(f"test {i}", dict(test), dict(test)))
+        for j in range(fresh_seeds):
+            cases.append(Case(f"test {i} (secret seed {j + 1})", {**test, "seed": secrets.randbits(31)},
+                              {**test, "seed": "secret"}, signed=True))
+    return cases
+
+
+def undeclared_shape(rt: ReferenceRuntime, result: CheckResult) -> list[Case]:
+    """The first variant of the task's shapes (judge/shapes.py) that generate_input and the reference accept, as
+    one more case; else a finding saying why the problem could not be varied."""
+    if rt.problem.kind == "kernelbench":
+        why = "KernelBench fixes a problem's shapes in its file (get_inputs takes no parameters)"
+    else:
+        tried = shapes.variants(rt.problem.tests, rt.problem.benchmarks)
+        for params in tried:
+            if _accepted(rt, params):
+                return [Case("undeclared shape", params, shapes.shown(params))]
+        why = (f"generate_input or the reference refused each of the {len(tried)} variants of its sizes tried"
+               if tried else "no integer parameter differs between the task's tests and benchmarks")
+    result.findings.append(Finding(code="shape_not_varied", severity="info", message=(
+        f"only the listed shapes were served: {why}, so a kernel correct on those alone is not caught")))
+    return []
+
+
+def _accepted(rt: ReferenceRuntime, params: dict) -> bool:
+    try:
+        rt.ref_kernel(rt.generate(params))
+    except Exception:  # noqa: BLE001  (a size the problem does not take: try the next)
+        return False
+    return True
+
+
+@dataclass
+class CaseRunner:
+    """Cases through one started session, each with its own call id (``calls`` so far), judged with the
+    benchmark's own ``rules`` beside ours."""
+
+    rt: ReferenceRuntime
+    session: CandidateSession
+    result: CheckResult
+    rules: list[contract.Rule]
+    calls: int = 0
+    diagnose: bool = True  # name a mismatch's cause from its values (off for the diagnostic re-runs)
+
+    def judge(self, case: Case, serialize: bool = False) -> CaseResult:
+        rt, call_id = self.rt, self.calls
+        self.calls += 1
+        release_device_memory(rt.device, rt.tight_memory)  # the last case's shared inputs, once dropped
+        served = rt.case(case.params, signed=case.signed)
+        trace.mark(f"{case.name}: inputs made, their roles measured")
+        pristine = served.data  # generated for this case alone and never given out: no copy needed (memory)
+        reference = rt.expected(served, case.params)
+        trace.mark(f"{case.name}: expected outputs made")
+        known = {f.code for f in self.result.findings}
+        self.result.findings.extend(f for f in reference.findings if f.code not in known)
+        if call_id == 0:
+            degenerate.probe(rt, reference, served, case.params, self.result)
+        shared = rt.share_copy(pristine)
+        release_device_memory(rt.device, rt.tight_memory)  # the float64 run's blocks, for the candidate
+        trace.mark(f"{case.name}: inputs shared")
+        reply = self.session.call(call_id, shared, rt.call_timeout, served.rng_seed, serialize)
+        judged = CaseResult(name=case.name, params=case.shown, passed=False)
+        benchmark = contract.serves(rt, case.signed)
+        if reply.kind != "output":
+            judged.failure, judged.message = reply.kind, reply.message
+            contract.not_reached(judged, self.rules, benchmark)
+            return judged
+        late = bool(reply.figures and reply.figures.get("late"))
+        try:
+            received = resolve_input_refs(reply.output, shared)
+        except ValueError as exc:
+            judged.failure, judged.message = "forged", str(exc)
+            return judged
+        failure, message, answer = output_integrity(received, served, shared)
+        checked = self._benchmark(judged, failure, answer.output if answer else received, served, reference, benchmark)
+        if failure:
+            judged.failure, judged.message = failure, message
+            return judged
+        del received, reply  # the candidate's own memory: only the judge's copy is compared
+        trace.mark(f"{case.name}: output copied and its integrity checked")
+        failure, message, judged.comparisons = judge_values(answer, reference, rt, case.params, pristine, checked)
+        trace.mark(f"{case.name}: output compared")
+        if late:
+            failure, message = "mismatch", f"{LATE}{f'; {message}' if message else ''}"
+            judged.cause = "unordered_stream"
+        elif failure == "mismatch" and self.diagnose:
+            judged.cause, why = causes.from_values(rt, served, answer, reference, judged)
+            message = f"{message}; {why}" if why else message
+        judged.passed, judged.failure, judged.message = not failure, failure, message
+        return judged
+
+    def _benchmark(self, judged: CaseResult, failure: str, output: Any, served: Any, reference: Any,
+                   benchmark: bool) -> tuple[str, str] | None:
+        """The benchmark's own contract on this output (CaseResult.benchmark), where it would serve the case;
+        returns the problem's check_implementation verdict on it, so that it runs once."""
+        if failure == "structure":
+            contract.not_reached(judged, self.rules, benchmark)
+            return None
+        checked = problem_check(self.rt, served.data, output)
+        if benchmark and self.rules:
+            judged.benchmark = contract.judge(self.rules, output, reference.leaves, checked)
+        return checked
+
+    def rerun(self, case: Case, signed: bool | None = None, serialize: bool = False) -> CaseResult | None:
+        """The case again (its parameters and seed), for a diagnosis: not listed among the results, its values
+        not diagnosed in turn; None where the host is gone or cannot be believed."""
+        self.diagnose = False
+        try:
+            again = self.judge(Case(f"{case.name} (diagnosis)", case.params, case.shown,
+                                    case.signed if signed is None else signed), serialize=serialize)
+        except Exception:  # noqa: BLE001  (a diagnosis that cannot run names no cause)
+            return None
+        finally:
+            self.diagnose = True
+        return None if again.failure in ("crash", "timeout", "forged") else again

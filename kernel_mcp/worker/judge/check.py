@@ -1,0 +1,210 @@
+"""``check`` inside the judge: every test (plus secret-seeded copies) through the candidate, judged here."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kernel_mcp.problem import load_problem
+from kernel_mcp.results import CheckResult, Finding, MemoryUse
+from kernel_mcp.worker import lease
+from kernel_mcp.worker.judge import contract, footprint, numerics, reruns
+from kernel_mcp.worker.judge.case import CaseRunner, plan_cases, undeclared_shape
+from kernel_mcp.worker.judge.context import Judging
+from kernel_mcp.worker.judge.reference import ReferenceRuntime
+from kernel_mcp.worker.judge.session import CandidateSession
+
+STOPPING_FAILURES = {"crash", "timeout", "forged"}  # the candidate process is gone or cannot be believed
+
+
+def run_check(judging: Judging) -> CheckResult:
+    result, runtime = prepare(judging)
+    if runtime is None:
+        return result
+    session = open_session(judging, runtime, Path(judging.request.candidate))
+    try:
+        check_on(session, runtime, judging, result)
+    finally:
+        result.log_tail = session.log_tail()
+        session.close()
+    return result
+
+
+def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
+    """Load the problem and its reference in this (the judge's) process, and run the reference once
+    before any candidate code exists: lazy imports in reference.py happen now. The runtime is None when
+    the problem itself is broken (the result then says why)."""
+    request, device = judging.request, judging.device.torch
+    problem = load_problem(request.problem)
+    result = CheckResult(passed=False, verdict="", problem=problem.name, candidate=request.candidate,
+                         device=device, findings=list(problem.warnings))
+    contract = numerics.apply(problem.spec.precision or "strict", device)
+    if contract:
+        result.findings.append(Finding(code="precision", severity="info", message=contract))
+    reserved = request.memory_cap_bytes
+    capped = footprint.hold_to(max(lease.MIN_NEED, reserved - lease.CONTEXTS_BYTES) if reserved else None, device)
+    try:
+        runtime = ReferenceRuntime(problem, device)
+        needs = footprint.measure(runtime, problem.tests[0])
+        signs = runtime.probe_signed_inputs(problem.tests[0])
+    except torch.OutOfMemoryError as exc:
+        if not capped:
+            raise  # the judge's out-of-memory report (judge/main.py): says nothing of the problem or candidate
+        return _outgrew(result, reserved, None, exc), None
+    except Exception as exc:  # noqa: BLE001  (a broken reference is the problem's fault, reported as such)
+        result.verdict = "error: problem"
+        result.findings.append(Finding(code="problem_error", message=f"the reference ({problem.reference_file.name}) "
+                                       f"failed before any candidate ran: {type(exc).__name__}: {str(exc)[:2000]}"))
+        return result, None
+    if signs:
+        result.findings.append(signs)
+    refused = _fit(judging, runtime, needs, result)
+    if refused:
+        result.verdict = "error: too large"
+        result.findings.append(Finding(code="too_large", message=refused))
+        return result, None
+    if capped:
+        need = result.memory.check_need_bytes if result.memory else None
+        if need and lease.need_from_measure(need) > reserved:
+            return _outgrew(result, reserved, need, None), None
+        footprint.hold_to(None, device)  # the caller's reservation now covers the measured need
+    return result, runtime
+
+
+def _outgrew(result: CheckResult, reserved: int, need: int | None, exc: Exception | None) -> CheckResult:
+    """The check of a never-measured problem needs more than its first reservation: the caller runs it
+    again with the measured need, or alone (``runner``); no candidate ran."""
+    result.verdict = "error: out of memory"
+    what = (f"needs about {need / footprint.GiB:.1f} GiB" if need else
+            f"ran out of memory ({str(exc).splitlines()[0][:200]})")
+    result.findings.append(Finding(code=lease.OUTGREW, message=(
+        f"the check {what} beyond the {reserved / footprint.GiB:.1f} GiB first reserved for a problem never "
+        "measured on this device: it is to run again with its measured need")))
+    return result
+
+
+def _fit(judging: Judging, runtime: ReferenceRuntime, needs: footprint.Footprint, result: CheckResult) -> str:
+    """Size the run from the reference's measured footprint: where float64 references wait, how long a
+    call may take, what the caller reserves of the device and waits for. Returns why the problem cannot
+    be checked on this device ('' when it can)."""
+    problem = runtime.problem
+    total = footprint.device_total(runtime.device)
+    runtime.tight_memory = needs.tight(total)
+    need = needs.need(parked=runtime.tight_memory) if needs.reference_peak else None
+    result.memory = MemoryUse(reference_peak_bytes=needs.reference_peak or None, check_need_bytes=need,
+                              float64_in_host_memory=runtime.tight_memory)
+    declared = judging.request.call_timeout_s or problem.spec.timeouts.call
+    # a timeout the caller gave holds as given; the task's is lengthened for a slow reference (judge/footprint.py)
+    runtime.call_timeout = judging.request.call_timeout_s or needs.call_timeout(declared)
+    cases = len(problem.tests) * (1 + (judging.request.fresh_seeds or problem.spec.fresh_seeds)) + 1
+    seconds = needs.run_seconds(cases, declared)
+    seconds = seconds if seconds > problem.spec.timeouts.total else None  # the declared budget holds otherwise
+    if need or seconds:
+        memory = f", a check needs about {need / footprint.GiB:.1f} GiB of device memory" if need else ""
+        judging.reporter.needs(f"the reference measured: {needs.reference_seconds:.1f} s{memory}",
+                               memory_bytes=need, seconds=seconds)
+    return footprint.refusal(needs, total)
+
+
+def open_session(judging: Judging, runtime: ReferenceRuntime, candidate: Path) -> CandidateSession:
+    """A host started ahead of need (or now), given its one candidate."""
+    folder = runtime.problem.folder
+    session = judging.hosts.take()
+    session.load(candidate, [folder, folder.parent], runtime.candidate_init())
+    return session
+
+
+def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judging, result: CheckResult) -> None:
+    """Every test and its secret-seeded copies, and a shape the task does not list, through a started
+    session; then the cause of a failure (with the calls its diagnosis needs), the benchmark's own contract
+    beside ours, and the verdict."""
+    cases = plan_cases(runtime.problem.tests, judging.request.fresh_seeds or runtime.problem.spec.fresh_seeds)
+    cases += undeclared_shape(runtime, result)
+    runner = CaseRunner(runtime, session, result, contract.rules(runtime))
+    ran = _run_cases(runner, cases, judging.reporter)
+    _decide(result)
+    reruns.name(runner, cases, result)
+    if ran:
+        contract.summarise(result, runner.rules)
+
+
+def _run_cases(runner: CaseRunner, cases: list, reporter) -> bool:
+    """False where the candidate never got to run (it failed to import, or its host failed to boot)."""
+    runtime, session, result = runner.rt, runner.session, runner.result
+    reporter.progress("importing the candidate", 0, len(cases))
+    failure = session.start(runtime.problem.spec.timeouts.import_)
+    if failure and failure.kind == "boot":
+        result.findings.append(Finding(code="host_boot_failed", message=failure.message))
+        result.verdict = "error: harness"
+        return False
+    if failure:
+        result.findings.append(Finding(code=f"candidate_{failure.kind}", message=failure.message))
+        result.verdict = f"fail: {failure.kind} on import"
+        return False
+    _note_sandbox(runtime, session, result)
+    if runtime.problem.kind == "kernelbench":
+        result.findings.append(Finding(code="kernelbench_mode", severity="info", message=runtime.kernelbench_mode()))
+        unmatched = session.ready_info.get("unmatched")
+        if unmatched:
+            result.findings.append(Finding(code="kernelbench_unmatched", severity="info", message=(
+                "ModelNew's tensors that got no value of Model's (no name, and no tensor of the same shape and "
+                f"initial value, matched them), so they keep their own: {', '.join(unmatched)}")))
+    for i, case in enumerate(cases):
+        reporter.progress(case.name, i, len(cases))
+        case_result = runner.judge(case)
+        result.cases.append(case_result)
+        if case_result.failure in STOPPING_FAILURES:
+            break
+    _note_roles(runtime, result)
+    return True
+
+
+def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: CheckResult) -> None:
+    """Say where the sandbox is weaker than it should be (read from /proc once the host is running)."""
+    if session.keeps_ptrace:
+        result.findings.append(Finding(code="sandbox_weak", severity="warning",
+                                       message="the candidate process kept CAP_SYS_PTRACE"))
+    if not runtime.shares_isolated_memory:
+        result.findings.append(Finding(code="shared_segment", severity="warning", message=(
+            "inputs are shared from the judge's general GPU memory pool (this torch has no "
+            "torch.cuda.MemPool, or KERNEL_MCP_SHARE_POOL=0): IPC segments may also hold expected outputs")))
+    open_paths = session.writable_to_host() if session.isolated else []
+    if open_paths:
+        result.findings.append(Finding(code="files_writable", severity="warning", message=(
+            "the candidate's mount namespace could not make these read-only, so the candidate could change "
+            f"them: {', '.join(map(str, open_paths))}")))
+    if not session.isolated:
+        result.findings.append(Finding(code="no_pid_namespace", severity="info", message=(
+            "the candidate could not get its own PID namespace (needs root or user namespaces); its "
+            "leftover processes are found through the process tree and an environment token instead")))
+
+
+def _note_roles(rt: ReferenceRuntime, result: CheckResult) -> None:
+    """Say which inputs were not ordinary read-only ones, and in how many cases (judge/roles.py)."""
+    if not rt.roles_seen:
+        return
+    parts = []
+    for i, names in sorted(rt.roles_seen.items()):
+        parts.append(f"input {i}: {' or '.join(sorted(names))}")
+    result.findings.append(Finding(code="output_buffers", severity="info", message=(
+        "; ".join(parts) + f" (measured on each of {rt.cases_seen} cases). Output buffers and scratch are filled "
+        "with NaN/random values before each call and may be written and returned; inputs updated in place keep "
+        "their values, may be written, and are compared after the call with the reference's own")))
+
+
+def _decide(result: CheckResult) -> None:
+    if result.verdict:  # already decided (import failure)
+        return
+    failed = [c for c in result.cases if not c.passed]
+    errors = [f for f in result.findings if f.severity == "error"]
+    if failed:
+        first = failed[0]
+        result.verdict = f"fail: {first.failure}"
+        result.findings.append(Finding(code=first.failure, message=f"{first.name}: {first.message}"[:4000]))
+    elif errors:
+        result.verdict = f"fail: {errors[0].code}"
+    elif not result.cases:
+        result.verdict = "fail: no cases ran"
+    else:
+        result.passed = True
+        result.verdict = "pass (degenerate problem)" if result.problem_degenerate else "pass"

@@ -1,0 +1,134 @@
+"""How much device memory checking a problem takes, known before any candidate runs.
+
+The judge runs the problem's reference once, alone, on its first test and measures its peak P (the
+allocator's high-water mark above what was held before, plus a KernelBench model's own weights), with
+the inputs' size I and the output's size O. A check's device memory, judge and candidate together, then
+peaks at the larger of two moments:
+
+* the candidate's call: the judge holds the pristine inputs, the copy shared with the candidate and the
+  reference's task-dtype output, the candidate runs (about P, its inputs being the shared copy), then the
+  judge copies its output: P + I + 2*O;
+* the float64 reference: the pristine inputs and a float64 run (about 2*P), beside the output the
+  candidate keeps until the judge's next call: I + 2*P + O (2*P + O with the inputs parked, below).
+
+A check that would need more than KEEP_SHARE of the device with everything kept there, or (a reference
+peaking at RATIO_FROM or more) more than MEMORY_RATIO times the reference's own peak, is *tight*: its
+float64 expected outputs, and its pristine inputs while the float64 run has the device, wait in pinned
+host memory (as I + O <= P, either moment then stays within 3P), and both sides give back their cached blocks between
+the two moments (``release_device_memory``; the candidate host after each call). The comparison runs in pieces either
+way (``tolerance.CHUNK``). A float64 run that does not fit falls back to the task-dtype reference with doubled bounds,
+so a problem is refused up front only when the candidate's call itself cannot fit.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from kernel_mcp.worker import tensors
+
+if TYPE_CHECKING:
+    from kernel_mcp.worker.judge.reference import ReferenceRuntime
+
+GiB = float(1 << 30)
+KEEP_SHARE = 1 / 8  # a check needing more than this share of the device is tight on it (Footprint.tight)
+# A check may take about 3x what its reference takes alone (issue 13), so that checks of large problems
+# side by side fit: output-heavy problems (a matmul with small K, 4 GiB out) kept their float64 outputs on
+# the device at 3-4x (H200, 2026-12-01). Below RATIO_FROM the device is not what limits a check.
+MEMORY_RATIO = 3.0
+RATIO_FROM = 1 << 30
+CALL_FACTOR = 20.0  # a candidate's call may take this many times the reference's run (a first call compiles)
+FLOAT64_FACTOR = 50.0  # a float64 run may take this many times the task-dtype one (no TF32/tensor cores)
+
+
+@dataclass
+class Footprint:
+    reference_peak: int  # bytes: the reference's own run (inputs, weights, temporaries, output)
+    inputs: int
+    outputs: int
+    float64_outputs: int = 0  # bytes of the float64 expected outputs of one case
+    reference_seconds: float = 0.0  # wall time of making the inputs and running the reference once
+
+    def call_timeout(self, declared: float) -> float:
+        """Seconds a candidate's call may take: the task's timeout, or more for a problem whose own
+        reference is slow (a 6 GB input is not served in a budget meant for small shapes)."""
+        return max(declared, CALL_FACTOR * self.reference_seconds)
+
+    def run_seconds(self, cases: int, declared_call: float) -> float:
+        """Seconds the rest of a check may take: per case, the candidate's call and the judge's own runs."""
+        return cases * (self.call_timeout(declared_call) + (FLOAT64_FACTOR + 3) * self.reference_seconds)
+
+    @property
+    def call_need(self) -> int:
+        return self.reference_peak + self.inputs + 2 * self.outputs
+
+    def need(self, parked: bool) -> int:
+        float64_run = (0 if parked else self.inputs) + 2 * self.reference_peak + self.outputs
+        return max(self.call_need, float64_run) + (0 if parked else self.float64_outputs)
+
+    def tight(self, total_bytes: int | None) -> bool:
+        """Is the check tight on a device of ``total_bytes`` (float64 references parked in host memory,
+        memory given back between calls)?"""
+        if not total_bytes:
+            return False
+        kept = self.need(parked=False)
+        over_ratio = self.reference_peak >= RATIO_FROM and kept > MEMORY_RATIO * self.reference_peak
+        return kept > KEEP_SHARE * total_bytes or over_ratio
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(t.nbytes for _, t in tensors.leaves(tree))
+
+
+def measure(runtime: ReferenceRuntime, test: dict) -> Footprint:
+    """Run the reference once on ``test`` (which also performs its lazy imports before any candidate
+    exists) and measure it. Raises what the reference raises."""
+    cuda = runtime.device.startswith("cuda")
+    started = time.perf_counter()
+    if cuda:
+        torch.cuda.synchronize(runtime.device)
+        torch.cuda.reset_peak_memory_stats(runtime.device)
+        held = torch.cuda.memory_allocated(runtime.device)
+    data = runtime.generate(test)
+    inputs = _nbytes(data)
+    out = tensors.floats_as_tensors(runtime.ref_kernel(data))
+    outputs = _nbytes(out)
+    copies = 2 if runtime.problem.spec.tolerance.magnitude == "abs_inputs" else 1
+    float64 = copies * sum(8 * t.numel() for _, t in tensors.leaves(out) if t.is_floating_point())
+    del data, out
+    if not cuda:
+        return Footprint(reference_peak=0, inputs=inputs, outputs=outputs, float64_outputs=float64,
+                         reference_seconds=time.perf_counter() - started)
+    torch.cuda.synchronize(runtime.device)
+    peak = torch.cuda.max_memory_allocated(runtime.device) - held
+    return Footprint(reference_peak=peak + runtime.weight_bytes(), inputs=inputs, outputs=outputs,
+                     float64_outputs=float64, reference_seconds=time.perf_counter() - started)
+
+
+def hold_to(cap_bytes: int | None, device: str) -> int | None:
+    """Hold this process's allocations on ``device`` to ``cap_bytes`` (None: the whole device again).
+    torch's caching allocator then raises OutOfMemoryError in this process rather than taking memory a
+    neighbour on the device reserved. Returns the cap in force (None off a GPU or when lifted)."""
+    if not device.startswith("cuda"):
+        return None
+    total = device_total(device)
+    fraction = 1.0 if not cap_bytes else min(1.0, cap_bytes / total)
+    torch.cuda.set_per_process_memory_fraction(fraction, device)
+    return cap_bytes if cap_bytes and fraction < 1.0 else None
+
+
+def device_total(device: str) -> int | None:
+    return torch.cuda.get_device_properties(device).total_memory if device.startswith("cuda") else None
+
+
+def refusal(footprint: Footprint, total_bytes: int | None) -> str:
+    """Why this problem cannot be checked on a device of ``total_bytes`` ('' when it fits or is unmeasured)."""
+    if not total_bytes or not footprint.reference_peak or footprint.call_need <= total_bytes:
+        return ""
+    return (f"checking this problem needs at least {footprint.call_need / GiB:.1f} GiB of device memory and "
+            f"the device has {total_bytes / GiB:.1f} GiB: the reference alone peaks at "
+            f"{footprint.reference_peak / GiB:.1f} GiB, and while the candidate runs the judge also keeps the "
+            f"inputs ({footprint.inputs / GiB:.1f} GiB) pristine and the output ({footprint.outputs / GiB:.1f} "
+            "GiB) to compare with. Use smaller shapes")

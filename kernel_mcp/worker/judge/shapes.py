@@ -1,0 +1,68 @@
+"""A shape the task does not list, served in every check (docs/threat-model.md, rule 10).
+
+A kernel correct on task.yml's shapes and wrong everywhere else (a table of answers by shape, a tail loop
+that only the listed sizes avoid) passes every listed test. So each check also serves one shape nobody
+listed: the smallest test with its size parameters moved by a small prime (secret, fresh per check),
+ragged where the listed sizes are. Only parameters that already vary between the listed tests and
+benchmarks are moved (one that never varies is the problem's structure: a head dimension, a dtype), and by
+a multiple of the largest number dividing all their listed values (a problem whose sizes are all multiples
+of 128 keeps them so: its kernels may assume it). ``generate_input`` decides what it accepts: a variant it
+or the reference refuses is dropped, the next one tried; when none works the result says the problem could
+not be varied.
+"""
+from __future__ import annotations
+
+import math
+import secrets
+from typing import Any
+
+PRIMES = (3, 5, 7, 11, 13)
+
+
+def _is_size(value: Any) -> bool:
+    return type(value) is int
+
+
+def varying(listed: list[dict[str, Any]]) -> dict[str, int]:
+    """Integer parameters (the seed aside) whose values differ between the listed shapes, each with the
+    largest number dividing all its listed values."""
+    names = [k for k in listed[0] if k != "seed" and all(_is_size(case.get(k)) for case in listed)]
+    found = {}
+    for name in names:
+        values = {case[name] for case in listed}
+        if len(values) > 1:
+            found[name] = math.gcd(*values) or 1
+    return found
+
+
+def variants(tests: list[dict[str, Any]], benchmarks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Parameter sets to try, most moved first: every varying size moved at once, then each alone. Based on
+    a test chosen in secret (the tests are the task's small shapes); never one of the listed shapes."""
+    listed = tests + benchmarks
+    steps = varying(listed)
+    if not steps:
+        return []
+    base = secrets.choice(tests)
+    moves = {name: _move(base[name], step) for name, step in steps.items()}
+    tried = [{**base, **moves}] + [{**base, name: value} for name, value in moves.items()]
+    shapes = {_shape(case) for case in listed}
+    out = []
+    for case in tried:
+        if _shape(case) not in shapes and case not in out:
+            out.append({**case, "seed": secrets.randbits(31)})
+    return out
+
+
+def _move(value: int, step: int) -> int:
+    """``value`` moved by ``step`` times a secret small prime, down when that stays positive and a coin
+    says so, else up."""
+    delta = step * secrets.choice(PRIMES)
+    return value - delta if value - delta >= 1 and secrets.randbits(1) else value + delta
+
+
+def _shape(case: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, v) for k, v in case.items() if k != "seed"))
+
+
+def shown(case: dict[str, Any]) -> dict[str, Any]:
+    return {**case, "seed": "secret"}
