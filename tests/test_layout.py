@@ -46,6 +46,14 @@ def test_the_real_tree_keeps_the_rules_and_the_budget():
     assert "kernel_mcp/worker/judge/" in done.stdout and done.stdout.splitlines()[-1].endswith("total")
 
 
+def test_pyflakes_finds_no_undefined_unused_or_redefined_names():
+    """ruff's pyflakes rules over the package, tests, benchmarks and tools (pyproject's [tool.ruff]): a name a
+    module moved away from, or an import left behind by a move, fails here rather than at run time."""
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "kernel_mcp", "tests",
+                           "bench", "tools"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_the_script_prints_one_line_per_violation_and_exits_1(tmp_path):
     write_tree(tmp_path, {"kernel_mcp/tools/check.py": "from kernel_mcp.worker.runners import guard\n",
                           "kernel_mcp/worker/runners/guard.py": "", "kernel_mcp/worker/__init__.py": DOOR})

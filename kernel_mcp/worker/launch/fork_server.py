@@ -39,11 +39,9 @@ import sys
 import tempfile
 
 from kernel_mcp.worker.digests import AT_IMPORT, loaded_digests
-from kernel_mcp.worker.host import factory
-from kernel_mcp.worker.host.factory import threads_as_environment
-from kernel_mcp.worker.judge.start import main
 
-# imports inside functions: the server sets torch's environment before anything imports torch, and a forked
+# imports inside functions: the caller imports this module (fork_client reads MAX_MESSAGE) and must not load
+# the judge's or the hosts' code; the server sets torch's environment before anything imports torch; a forked
 # child imports only what its role needs
 
 # every module a judge imports on its way to a verdict, imported once in the server
@@ -74,6 +72,8 @@ def serve(fd: int) -> None:
 def _preload() -> None:
     import gc
     import importlib
+
+    from kernel_mcp.worker.host import factory
 
     os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # as judge/start.main does before torch's import
     factory.preload(gpu_hosts=False)  # torch and what a candidate host needs; never Triton (above)
@@ -203,9 +203,11 @@ def _become_judge(request: dict, stdin_fd: int, result_fd: int, log_fd: int) -> 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.clear()
     os.environ.update(request["env"])
+    from kernel_mcp.worker.host.factory import threads_as_environment
     threads_as_environment()
     tempfile.tempdir = None  # gettempdir() reads the new TMPDIR
     sys.argv = ["-c", str(result_fd), request["device"]]
+    from kernel_mcp.worker.judge.start import main
     main(result_fd, request["device"])
 
 
