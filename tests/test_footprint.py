@@ -92,7 +92,7 @@ def test_the_shared_inputs_are_freed_as_soon_as_the_judge_drops_them():
 
     import torch
 
-    from kernel_mcp.worker.protocol import input_placeholder
+    from kernel_mcp.worker.channel import input_placeholder
     from kernel_mcp.worker.judge.outputs import resolve_input_refs
     shared = (torch.randn(16), torch.randn(16))
     alive = [weakref.ref(t) for t in shared]

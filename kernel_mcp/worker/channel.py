@@ -92,3 +92,13 @@ def verify(key: bytes, line: str) -> dict | None:
     if not isinstance(mac, str) or not hmac.compare_digest(mac, expected):
         return None
     return json.loads(text)
+
+
+# How the candidate host names an input in an output that is that input, or a view of it (host/main.py
+# _refer_to_inputs), so the judge resolves it to its own copy instead of receiving the tensor.
+def input_placeholder(index: int) -> str:
+    return f"<kernel_mcp input {index}>"
+
+
+# the key of an output that is a view of an input (worker/host/main._refer_to_inputs)
+INPUT_VIEW = "<kernel_mcp view of input>"

@@ -182,13 +182,3 @@ def field_problems(exc: ValidationError) -> str:
 def describe_error(exc: ValidationError, what: str) -> str:
     """One readable line for a malformed message: 'malformed request: mode: Input should be ...'."""
     return f"malformed {what}: {field_problems(exc)}"
-
-
-# How the candidate host names an input in an output that is that input, or a view of it (host/main.py
-# _refer_to_inputs), so the judge resolves it to its own copy instead of receiving the tensor.
-def input_placeholder(index: int) -> str:
-    return f"<kernel_mcp input {index}>"
-
-
-# the key of an output that is a view of an input (worker/host/main._refer_to_inputs)
-INPUT_VIEW = "<kernel_mcp view of input>"

@@ -13,9 +13,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
-from kernel_mcp.worker.channel import serve_inherited
+from kernel_mcp.worker.channel import INPUT_VIEW, input_placeholder, serve_inherited
 from kernel_mcp.worker.host.load import MissingEntryPoint, import_candidate, kernel_from
-from kernel_mcp.worker.protocol import INPUT_VIEW, input_placeholder
 
 # imports inside functions: the host boots on harness code alone; torch and what uses it load after its boot
 # line, and the clocks are bound before any candidate code runs

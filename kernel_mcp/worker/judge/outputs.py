@@ -11,7 +11,7 @@ import torch
 
 from kernel_mcp.results import Comparison
 from kernel_mcp.worker import tensors
-from kernel_mcp.worker.protocol import INPUT_VIEW, input_placeholder
+from kernel_mcp.worker.channel import INPUT_VIEW, input_placeholder
 from kernel_mcp.worker.judge.properties import check_property
 from kernel_mcp.worker.judge.reference import CaseData, Reference, ReferenceRuntime
 from kernel_mcp.worker.judge.tolerance import EXACT_NOTE, compare, unit_roundoff
