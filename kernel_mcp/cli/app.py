@@ -9,9 +9,8 @@ from typing import Any, Callable
 import typer
 from rich.console import Console
 
-from kernel_mcp.errors import UsageError
-
 from kernel_mcp import __version__
+from kernel_mcp.errors import UsageError
 
 # rich_markup_mode=None: click's plain help, where a flag reads `--json`, not `--json <bool>`
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,

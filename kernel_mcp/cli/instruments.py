@@ -13,8 +13,7 @@ from kernel_mcp.cli.app import (BUDGET_OPT, CANDIDATE_ARG, CLUSTER_OPT, DEVICE_O
                                 SHAPES_OPT, TARGET_CI_OPT, TIMEOUT_OPT, _emit, _exit_code, _Progress, _usage_error, app,
                                 err)
 from kernel_mcp.errors import UsageError
-from kernel_mcp.worker import prestart_judge, trace_mark
-from kernel_mcp.worker import guess_kind
+from kernel_mcp.worker import guess_kind, prestart_judge, trace_mark
 
 # imports inside functions: a command imports its instrument when it runs, so a one-shot check's judge
 # (started by launch.py) boots while they load, and --help stays fast

@@ -14,8 +14,7 @@ from typing import Any
 
 import yaml
 
-from kernel_mcp import SERVER_NAME
-from kernel_mcp import __version__
+from kernel_mcp import SERVER_NAME, __version__
 from kernel_mcp.errors import UsageError
 from kernel_mcp.files import skills_dir
 

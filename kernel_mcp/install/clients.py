@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from kernel_mcp import SERVER_NAME
-from kernel_mcp.install.agent_files import (GENERATED_MARKER, SKILL_MARKER, load_skills,
-                                            render_agents_block, render_claude_skill, render_cursor_rule)
+from kernel_mcp.install.agent_files import (GENERATED_MARKER, SKILL_MARKER, load_skills, render_agents_block,
+                                            render_claude_skill, render_cursor_rule)
 from kernel_mcp.install.files import (Plan, add_to_list, codex_trusted, merge_codex_config, merge_json, object_at,
                                       put_agents_block, put_owned_file, put_server)
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernel_mcp.errors import UsageError
 from kernel_mcp import SERVER_NAME
+from kernel_mcp.errors import UsageError
 from kernel_mcp.install.agent_files import BLOCK_RE, dump_json
 
 # evaluate = compile + check + timed profile + roofline; with a 60 s timing budget and slow first compiles it

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from kernel_mcp.errors import UsageError
 from kernel_mcp.server.app import build_server
-from kernel_mcp.worker import harden_trusted_process
-from kernel_mcp.worker import LocalRunner, Runner
+from kernel_mcp.worker import LocalRunner, Runner, harden_trusted_process
 from kernel_mcp.worker import remember_secret as remember
 
 

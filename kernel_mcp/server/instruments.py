@@ -12,17 +12,16 @@ from mcp.server.mcpserver import Context
 from kernel_mcp.results import CheckResult, ProfileSettings
 from kernel_mcp.server.common import READ_ONLY, WRITES_SNAPSHOTS, Shapes, ToolSpace, run_blocking, tool_errors
 from kernel_mcp.server.jobs import Work
-from kernel_mcp.tools._request import evaluate_request
+from kernel_mcp.tools._request import evaluate_request, settings_from
 from kernel_mcp.tools.check import check as run_check
 from kernel_mcp.tools.compile import compile as run_compile
 from kernel_mcp.tools.evaluate import evaluate
-from kernel_mcp.tools._request import settings_from
 from kernel_mcp.tools.profile import profile
 from kernel_mcp.tools.roofline import roofline
 from kernel_mcp.views.summaries import (CompileSummary, EvaluateSummary, ProfileSummary, RooflineSummary,
                                         summarize_compile, summarize_evaluate, summarize_profile, summarize_roofline)
-from kernel_mcp.worker.protocol import parse_device
 from kernel_mcp.worker import Runner
+from kernel_mcp.worker.protocol import parse_device
 
 # What each long instrument does: the description of its one-call tool and of its job form (job_tools.py).
 DOES = {

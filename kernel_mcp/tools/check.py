@@ -6,8 +6,8 @@ from pathlib import Path
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult
 from kernel_mcp.tools._request import judge_request, resolve_candidate
-from kernel_mcp.worker.protocol import ProgressFn, parse_device
 from kernel_mcp.worker import Runner, default_runner
+from kernel_mcp.worker.protocol import ProgressFn, parse_device
 
 
 def check(problem: str | Path | Problem, candidate: str | Path, device: str = "auto", fresh_seeds: int | None = None,

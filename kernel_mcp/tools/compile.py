@@ -26,8 +26,8 @@ from kernel_mcp.hardware.targets import DEFAULT_CROSS, Target, parse, present
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CompileResult, Finding
 from kernel_mcp.tools._request import resolve_candidate
-from kernel_mcp.worker.protocol import BuildRequest, RecordRequest, StepRequest
 from kernel_mcp.worker import Runner, default_runner, tampering_finding
+from kernel_mcp.worker.protocol import BuildRequest, RecordRequest, StepRequest
 
 
 def cache_dir() -> Path:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import ProfileResult, ProfileSettings
 from kernel_mcp.tools._request import judge_request, resolve_candidate
-from kernel_mcp.worker.protocol import ProgressFn, parse_device
 from kernel_mcp.worker import Runner, default_runner
+from kernel_mcp.worker.protocol import ProgressFn, parse_device
 
 
 def profile(problem: str | Path | Problem, candidate: str | Path, baseline: str | Path | None = None,

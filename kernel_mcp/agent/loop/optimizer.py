@@ -23,13 +23,13 @@ from kernel_mcp.agent.compare import compare_files, noise_margin
 from kernel_mcp.agent.edits import apply_edit
 from kernel_mcp.agent.loop.islands import run_islands
 from kernel_mcp.agent.loop.lessons import render_brief
-from kernel_mcp.agent.run.records import Lesson
 from kernel_mcp.agent.loop.tune_step import promote_winner, tune_incumbent
 from kernel_mcp.agent.providers import open_session as open_model_session
 from kernel_mcp.agent.providers.base import Turn
 from kernel_mcp.agent.run.budget import Budget
 from kernel_mcp.agent.run.facts import epochs_without_gain
 from kernel_mcp.agent.run.folder import RunFolder, candidate_hash, write_once
+from kernel_mcp.agent.run.records import Lesson
 from kernel_mcp.agent.tune.params import change_between
 from kernel_mcp.files import load_prompt
 from kernel_mcp.history.novelty import structure_hash

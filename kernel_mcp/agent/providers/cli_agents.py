@@ -28,7 +28,6 @@ from kernel_mcp.agent.providers.pricing import price_of
 from kernel_mcp.agent.run.folder import write_atomic
 from kernel_mcp.worker import agent_event, run_agent_process
 
-
 BINARIES = {"claude-code": ("claude", "KERNEL_MCP_CLAUDE"), "codex": ("codex", "KERNEL_MCP_CODEX")}
 EXTRA_ARGS = {"claude-code": "KERNEL_MCP_CLAUDE_ARGS", "codex": "KERNEL_MCP_CODEX_ARGS"}
 TOKEN_VAR = "KERNEL_MCP_RUN_TOKEN"  # Codex reads the endpoint's bearer token from this variable

@@ -20,6 +20,7 @@ from typing import Any
 
 from kernel_mcp.agent.run.records import Kind, Record, parse_record
 
+
 class CorruptJournal(ValueError):
     """A journal line other than the last one is not a record: the file was damaged, not cut by a crash."""
 

@@ -21,12 +21,12 @@ from kernel_mcp.files import cache_root
 from kernel_mcp.results import CheckResult, Finding, ProfileResult
 from kernel_mcp.worker import lease, trace
 from kernel_mcp.worker.digests import loaded_digests
-from kernel_mcp.worker.judge.warm import warm_judge
 from kernel_mcp.worker.isolation import proctree
 from kernel_mcp.worker.judge.check import run_check
 from kernel_mcp.worker.judge.context import Judging, Reporter, free_memory
 from kernel_mcp.worker.judge.hosts import Hosts
 from kernel_mcp.worker.judge.profile import run_profile
+from kernel_mcp.worker.judge.warm import warm_judge
 from kernel_mcp.worker.protocol import Device, Final, JudgeBoot, JudgeRequest, Ready, describe_error
 from kernel_mcp.worker.resolve import guess_kind, resolve
 

@@ -10,9 +10,9 @@ from kernel_mcp import expr, stats
 from kernel_mcp.hardware.devices import fastest_peak
 from kernel_mcp.results import CheckResult, Finding, ProfileResult, ShapeProfile, Timing
 from kernel_mcp.worker import tensors
-from kernel_mcp.worker.overall import overall
 from kernel_mcp.worker.judge.reference import ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
+from kernel_mcp.worker.overall import overall
 from kernel_mcp.worker.protocol import Device
 
 FLOOR_FRACTION = 0.8  # a time below 0.8x the physical floor is impossible (docs/verdict.md, "Timing protocol")

@@ -18,7 +18,6 @@ from kernel_mcp.counters.rocprof import (AMD_UNVERIFIED, ROCPROF_PASSES, _marker
                                          parse_rocprof, rocprof_command)
 from kernel_mcp.worker.launch.toolchain import ToolRun, run_tool
 
-
 _INSTALL_HINT = {
     "ncu": "Nsight Compute is not installed or `ncu` is not on PATH. Install NVIDIA Nsight Compute (it ships "
            "with the CUDA toolkit as nsight-compute, e.g. /usr/local/cuda/bin/ncu; apt package "

@@ -37,7 +37,6 @@ from kernel_mcp.worker.runners.guard import apply_tampering, guard_for, sealed, 
 from kernel_mcp.worker.runners.redact import Redactor
 
 
-
 class LocalRunner:
     """Judges, step hosts and the toolchain's heavy users on this machine (``warm``: keep spares booted)."""
     parallel = 1  # evaluations worth running at once (a pool: one per worker)
