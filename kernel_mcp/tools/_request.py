@@ -3,13 +3,15 @@ for a whole evaluation, validated where it is built so a bad value is a UsageErr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from kernel_mcp.errors import UsageError
 from kernel_mcp.results import EvaluateRequest, ProfileSettings
 from kernel_mcp.worker.protocol import JudgeRequest, field_problems, parse_device
+
+M = TypeVar("M")
 
 
 def resolve_candidate(candidate: str | Path) -> Path:
@@ -22,20 +24,22 @@ def resolve_candidate(candidate: str | Path) -> Path:
     return path
 
 
-def judge_request(**fields) -> JudgeRequest:
-    """A JudgeRequest from the tool's arguments; a bad value is a UsageError naming it."""
+def _validated(model: type[M], said: str = "", /, **fields: Any) -> M:
+    """``model`` from ``fields``; a bad value is a UsageError naming it (after ``said``)."""
     try:
-        return JudgeRequest(**fields)
+        return model(**fields)
     except ValidationError as exc:
-        raise UsageError(field_problems(exc)) from None
+        raise UsageError(said + field_problems(exc)) from None
+
+
+def judge_request(**fields: Any) -> JudgeRequest:
+    """A JudgeRequest from the tool's arguments; a bad value is a UsageError naming it."""
+    return _validated(JudgeRequest, **fields)
 
 
 def settings_from(**values: Any) -> ProfileSettings:
     """ProfileSettings from keyword values; a bad value is a UsageError naming the setting."""
-    try:
-        return ProfileSettings(**values)
-    except ValidationError as exc:
-        raise UsageError(f"bad profile settings: {field_problems(exc)}") from None
+    return _validated(ProfileSettings, "bad profile settings: ", **values)
 
 
 def evaluate_request(**fields: Any) -> EvaluateRequest:
@@ -44,7 +48,4 @@ def evaluate_request(**fields: Any) -> EvaluateRequest:
     settings = settings_from(**{k: fields.pop(k) for k in ("budget_s", "shapes") if k in fields})
     if "device" in fields:
         fields["device"] = parse_device(fields["device"])
-    try:
-        return EvaluateRequest(**fields, settings=settings)
-    except ValidationError as exc:
-        raise UsageError(field_problems(exc)) from None
+    return _validated(EvaluateRequest, settings=settings, **fields)

@@ -70,14 +70,8 @@ class Intent(Record):
     structure: str | None = None  # its syntax tree's hash (history/novelty.py)
 
 
-class Done(Record):
-    kind: Literal["done"]  # that evaluation's result, also kept in the evaluation cache
-    candidate_hash: str
-    role: str = "candidate"
-    island: str = "0"
-    idea: str = ""
-    parent: str | None = None
-    structure: str | None = None
+class Done(Intent):
+    kind: Literal["done"]  # that evaluation's result (the intent's fields too), also in the evaluation cache
     verdict: str = ""
     passed: bool | None = None
     trusted: bool | None = None

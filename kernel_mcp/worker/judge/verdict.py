@@ -8,8 +8,9 @@ from typing import Any, Protocol
 
 from kernel_mcp import expr, stats
 from kernel_mcp.hardware.devices import fastest_peak
-from kernel_mcp.results import CheckResult, Finding, ProfileResult, ShapeProfile, Timing
+from kernel_mcp.results import CheckResult, Finding, ProfileResult, ProfileSettings, ShapeProfile, Timing
 from kernel_mcp.worker import tensors
+from kernel_mcp.worker.judge.context import Reporter
 from kernel_mcp.worker.judge.reference import ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
 from kernel_mcp.worker.overall import overall
@@ -40,8 +41,8 @@ class Contestant:
 class Profiler(Protocol):
     """What the verdict reads of profile.py's Profiler, and the two calls it makes on it."""
     rt: ReferenceRuntime
-    settings: Any  # ProfileSettings
-    reporter: Any  # context.Reporter
+    settings: ProfileSettings
+    reporter: Reporter
     result: ProfileResult
     device: Device
     ceilings: Any
