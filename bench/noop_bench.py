@@ -63,7 +63,7 @@ def main() -> int:
                 print(f"[{i + 1}/{args.count}] {'PROMOTED ' if promoted else ''}{answer}", flush=True)
                 if promoted:  # later no-ops would be judged against it: note it and go on from the baseline
                     opt.promote(baseline, "0", None, how="bench: back to the baseline")
-            speedups = [d["speedup"] for k, d in opt.state.evaluated.items() if d.get("role") == "candidate" and d.get("speedup")]
+            speedups = [d.speedup for d in opt.state.evaluated.values() if d.role == "candidate" and d.speedup]
     finally:
         runner.close()
     summary = {"count": args.count, "promoted": sum(r["promoted"] for r in rows), "refused": sum(r["refused"] for r in rows),

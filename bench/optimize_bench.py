@@ -56,11 +56,10 @@ def timeline(run: Path) -> list[dict]:
     for record in records:
         if record.kind != "promotion":
             continue
-        fields = record.model_extra or {}
-        done = state.evaluated.get(fields["candidate_hash"], {})
-        points.append({"t_s": round(record.at - start, 1), "how": fields.get("how"),
-                       "speedup": done.get("speedup"), "speedup_ci": done.get("speedup_ci"),
-                       "roofline_percent": done.get("roofline_percent")})
+        done = state.evaluated.get(record.candidate_hash)
+        points.append({"t_s": round(record.at - start, 1), "how": record.how,
+                       "speedup": done.speedup if done else None, "speedup_ci": done.speedup_ci if done else None,
+                       "roofline_percent": done.roofline_percent if done else None})
     return points
 
 

@@ -209,7 +209,8 @@ def replay(run: Path, seen: dict, timing: float, shapes: str, device: str) -> st
     start = run / "workspace" / "candidates" / f"{state.baseline_hash}.py"
     memo = _ReplayMemo(seen)
     with tempfile.TemporaryDirectory() as work:
-        tuner = Tuner(run / "problem-unused", start, work, device=device, memo=memo,
+        problem = json.loads((run / "run.json").read_text())["problem"]  # loaded, never run: the memo answers
+        tuner = Tuner(problem, start, work, device=device, memo=memo,
                       settings=ProfileSettings(budget_s=timing, shapes=shapes))
         try:
             # with the run's own margin (its A/A run), as tuning.py passes it; the 1% floor for older runs

@@ -122,7 +122,7 @@ def _assert_one_episode(run: Path, script: ToolScript, out: subprocess.Completed
     done = [r for r in records if r["kind"] == "done"]
     assert [d["role"] for d in done] == ["baseline", "candidate"], done
     assert done[1]["idea"] == PROPOSAL["idea"] and done[1]["verdict"] == "pass"
-    assert script.tool_result is not None and "verdict pass" in script.tool_result, script.tool_result
+    assert script.tool_result is not None and "verdict: pass" in script.tool_result, script.tool_result
     turns = [r for r in records if r["kind"] == "turn"]
     assert len(turns) == 1, turns
     episodes = list((run / "episodes").glob("island-0-*.jsonl"))

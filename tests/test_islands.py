@@ -23,7 +23,7 @@ def _run_with(tmp_path, islands=2):
     but with a wide interval [1.1, 2.5] on island 1."""
     config = RunConfig(problem=str(tmp_path), problem_hash="-", agent="anthropic:claude-opus-4-5", islands=islands)
     folder = RunFolder.create(tmp_path / "run", config)
-    opt = Optimizer(folder, tmp_path, _start(tmp_path), config.agent, Budget(), device="cpu", tune=False)
+    opt = Optimizer(folder, PROBLEMS / "vector_add", _start(tmp_path), config.agent, Budget(), device="cpu", tune=False)
     for source, island, speedup, ci, role in ((BASE, "0", 1.0, [0.9, 1.1], "baseline"),
                                               (NARROW, "0", 1.5, [1.4, 1.6], "candidate"),
                                               (WIDE, "1", 1.8, [1.1, 2.5], "candidate")):
@@ -193,7 +193,7 @@ def test_a_gain_must_clear_the_runs_noise_margin_from_its_a_a_run(tmp_path, monk
         assert opt.better(narrow, "1") is None  # 1.4 does not clear 1.5
     with RunFolder.resume(tmp_path / "run") as again:  # the margin is the journal's: never measured again
         before = len(timed)
-        Optimizer(again, tmp_path, _start(tmp_path), "anthropic:claude-opus-4-5", Budget(), device="cpu",
+        Optimizer(again, PROBLEMS / "vector_add", _start(tmp_path), "anthropic:claude-opus-4-5", Budget(), device="cpu",
                   tune=False).measure_noise()
         assert again.state.delta == 0.5 and len(timed) == before
 

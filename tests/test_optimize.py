@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import repo_pythonpath, vector_add_on_one_shape
+from conftest import PROBLEMS, repo_pythonpath, vector_add_on_one_shape
 
 from kernel_mcp.agent.run.budget import Budget, parse
 
@@ -160,7 +160,7 @@ def test_a_kill_between_the_tune_and_its_promotion_promotes_the_winner_on_resume
     (tmp_path / "start.py").write_text(base)
     config = RunConfig(problem=str(tmp_path), problem_hash="-", agent="tune")
     with RunFolder.create(tmp_path / "run", config) as folder:  # what the killed process had made durable
-        opt = Optimizer(folder, tmp_path, tmp_path / "start.py", "tune", Budget(), device="cpu")
+        opt = Optimizer(folder, PROBLEMS / "vector_add", tmp_path / "start.py", "tune", Budget(), device="cpu")
         for source, role in ((base, "baseline"), (wide, "tuned")):
             key, _ = opt.file_of(source)
             folder.record("intent", candidate_hash=key, role=role, island="0")
@@ -177,7 +177,7 @@ def test_a_kill_between_the_tune_and_its_promotion_promotes_the_winner_on_resume
         raise AssertionError("the tune's winner was searched again")
     monkeypatch.setattr(tuning, "Tuner", no_second_search)
     with RunFolder.resume(tmp_path / "run") as folder:
-        reason = Optimizer(folder, tmp_path, tmp_path / "start.py", "tune", Budget(), device="cpu").run()
+        reason = Optimizer(folder, PROBLEMS / "vector_add", tmp_path / "start.py", "tune", Budget(), device="cpu").run()
         assert folder.state.incumbents["0"] == wide_key and folder.state.tuned == {base_key: wide_key,
                                                                                     wide_key: wide_key}
     records = read(tmp_path / "run" / "journal.jsonl")

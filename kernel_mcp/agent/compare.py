@@ -7,14 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernel_mcp.agent.decide import MIN_DELTA, combined_speedup, delta_from_aa
+from kernel_mcp.problem import Problem
 from kernel_mcp.results import ProfileSettings
 from kernel_mcp.stats import Ratio
 from kernel_mcp.tools.profile import profile
 
 
-def compare_files(problem: str | Path, incumbent: Path, candidate: Path, device: str, settings: ProfileSettings,
-                  runner=None) -> Ratio | None:
-    result = profile(str(problem), candidate, baseline=incumbent, device=device, settings=settings, runner=runner)
+def compare_files(problem: str | Path | Problem, incumbent: Path, candidate: Path, device: str,
+                  settings: ProfileSettings, runner=None) -> Ratio | None:
+    result = profile(problem, candidate, baseline=incumbent, device=device, settings=settings, runner=runner)
     pairs = [(s.baseline.samples_ms, s.candidate.samples_ms) for s in result.shapes
              if s.baseline and s.candidate and s.credited]
     if not (result.passed and result.trusted and pairs):
@@ -25,7 +26,7 @@ def compare_files(problem: str | Path, incumbent: Path, candidate: Path, device:
         return None
 
 
-def noise_margin(problem: str | Path, kernel: Path, device: str, settings: ProfileSettings,
+def noise_margin(problem: str | Path | Problem, kernel: Path, device: str, settings: ProfileSettings,
                  runner=None) -> tuple[Ratio | None, float]:
     """The kernel timed against itself with the comparisons' own settings: (its ratio, the margin delta =
     max(1%, twice its interval's spread)); the 1% floor alone when it could not be timed."""

@@ -105,7 +105,7 @@ def print_summary(summary, written: Path, out: Console) -> None:
     for name, kernel in (("baseline", summary.baseline), ("best", summary.best)):
         if kernel:
             sol = f", {kernel.roofline_percent:.0f}% of speed-of-light" if kernel.roofline_percent else ""
-            out.print(f"  {name:<9}{speedup_text(kernel.model_dump())} over the reference{sol}")
+            out.print(f"  {name:<9}{speedup_text(kernel.speedup, kernel.speedup_ci)} over the reference{sol}")
             out.print(f"           {kernel.file}", soft_wrap=True, style="dim")
     print_decisions(summary, out)
     if summary.promotions:

@@ -22,6 +22,7 @@ class ShapeSummary(BaseModel):
     """Candidate vs reference on one shape."""
 
     params: dict[str, Any]
+    dtype: str = ""  # of the first floating-point input
     candidate_us: float | None = None  # median, microseconds
     reference_us: float | None = None
     speedup: float | None = None  # None when the shape is not credited (see findings)
@@ -83,7 +84,7 @@ class EvaluateSummary(RunSummary):
     detail: EvaluateResult | None = None
 
 
-def _clip(text: str, limit: int = MESSAGE_CHARS) -> str:
+def clip(text: str, limit: int = MESSAGE_CHARS) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[:limit] + f" ... ({len(text) - limit} more characters)"
 
@@ -96,7 +97,7 @@ def _failures(check: CheckResult | None) -> list[str]:
     if check is None:
         return []
     failed = [c for c in check.cases if not c.passed]
-    lines = [_clip(f"{c.name}: {c.failure}: {c.message}", 300) for c in failed[:MAX_FAILURES]]
+    lines = [clip(f"{c.name}: {c.failure}: {c.message}", 300) for c in failed[:MAX_FAILURES]]
     if len(failed) > MAX_FAILURES:
         lines.append(f"... and {len(failed) - MAX_FAILURES} more failed cases")
     return lines
@@ -115,10 +116,10 @@ def _run_fields(prof: ProfileResult, roof: RooflineResult | None = None) -> dict
     for shape in prof.shapes:
         point = next((p for params, p in points if params == shape.params), None)
         shapes.append(ShapeSummary(
-            params=shape.params, candidate_us=_microseconds(shape.candidate),
+            params=shape.params, dtype=shape.dtype, candidate_us=_microseconds(shape.candidate),
             reference_us=_microseconds(shape.reference), speedup=shape.speedup, speedup_ci=shape.speedup_ci,
             percent_of_roof=round(point.percent_of_bound, 1) if point else None, bound=point.bound if point else ""))
-    findings = [f.model_copy(update={"message": _clip(f.message)}) for f in prof.findings]
+    findings = [f.model_copy(update={"message": clip(f.message)}) for f in prof.findings]
     return dict(verdict=prof.verdict, passed=prof.passed, trusted=prof.trusted, speedup=prof.speedup,
                 speedup_ci=prof.speedup_ci, device=prof.device_name or prof.device, shapes=shapes,
                 failures=_failures(prof.check), cause=prof.check.cause if prof.check else "",
@@ -135,8 +136,8 @@ def summarize_compile(result: CompileResult, detail: bool = False) -> CompileSum
             kernel=b.kernel, target=b.target, ok=b.ok, registers=b.registers, spill_bytes=b.spill_bytes,
             shared_bytes=b.shared_bytes, occupancy_percent=b.occupancy.percent if b.occupancy else None,
             limited_by=b.occupancy.limited_by if b.occupancy else "",
-            error=_clip(where + b.error) if b.error else ""))
-    findings = [f.model_copy(update={"message": _clip(f.message)}) for f in result.findings]
+            error=clip(where + b.error) if b.error else ""))
+    findings = [f.model_copy(update={"message": clip(f.message)}) for f in result.findings]
     return CompileSummary(ok=result.ok, kernels=kernels, findings=findings, detail=result if detail else None)
 
 

@@ -174,7 +174,7 @@ class CliConversation(Conversation):
         self.ending: Step | None = None  # set by a proposal's ladder that ends the session
         self.proposing, self.proposed = 0, False
         workspace = self.opt.workspace(self.island)
-        problem = prepare_workspace(workspace, self.opt.problem, self.opt.incumbent_source(self.island))
+        problem = prepare_workspace(workspace, self.opt.problem.path, self.opt.incumbent_source(self.island))
         prompt = opening + "\n\n" + load_prompt("cli").format(kernel="kernel.py", problem=problem)
         with RunEndpoint(workspace, self.opt.runner, self._on_propose) as endpoint:
             events, killed = agent.run_episode(prompt, self.opt.system_prompt(), endpoint, workspace,

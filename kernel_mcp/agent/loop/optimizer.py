@@ -21,19 +21,22 @@ from pathlib import Path
 from kernel_mcp.agent import decide
 from kernel_mcp.agent.compare import compare_files, noise_margin
 from kernel_mcp.agent.edits import apply_edit
+from kernel_mcp.agent.loop.feedback import feedback_of
 from kernel_mcp.agent.loop.islands import run_islands
 from kernel_mcp.agent.loop.lessons import render_brief
+from kernel_mcp.agent.loop.statement import problem_statement
 from kernel_mcp.agent.loop.tune_step import promote_winner, tune_incumbent
 from kernel_mcp.agent.providers import open_session as open_model_session
 from kernel_mcp.agent.providers.base import Turn
 from kernel_mcp.agent.run.budget import Budget
 from kernel_mcp.agent.run.facts import epochs_without_gain
 from kernel_mcp.agent.run.folder import RunFolder, candidate_hash, write_once
-from kernel_mcp.agent.run.records import Lesson
+from kernel_mcp.agent.run.records import Lesson, Outcome
 from kernel_mcp.agent.tune.params import change_between
 from kernel_mcp.files import load_prompt
 from kernel_mcp.history.novelty import structure_hash
 from kernel_mcp.history.stall import RunFacts
+from kernel_mcp.problem import load_problem
 from kernel_mcp.results import ProfileSettings
 from kernel_mcp.stats import Ratio
 from kernel_mcp.tools._request import evaluate_request
@@ -45,7 +48,8 @@ class Optimizer:
                  device: str = "auto", budget_s: float = 10.0, shapes: str = "benchmarks", runner=None,
                  open_session: Callable | None = None, say: Callable[[str], None] | None = None,
                  tune: bool = True, until_sol: float | None = None):
-        self.folder, self.problem, self.agent, self.budget = folder, Path(problem), agent, budget
+        self.folder, self.agent, self.budget = folder, agent, budget
+        self.problem = load_problem(problem)  # once per run: every instrument call below is handed the object
         self.device, self.budget_s, self.shapes, self.runner = device, budget_s, shapes, runner
         self.tune, self.until_sol = tune, until_sol
         self.islands = [str(i) for i in range(max(1, folder.config.islands))]
@@ -89,37 +93,37 @@ class Optimizer:
         return key, path
 
     # --- one evaluation, durable ---------------------------------------------------------------------
-    def evaluate(self, source: str, role: str, island: str, idea: str = "") -> tuple[str, dict]:
+    def evaluate(self, source: str, role: str, island: str, idea: str = "") -> tuple[str, Outcome]:
         """Evaluate ``source`` once (intent, the evaluate tool, cache, done): its key and result summary."""
         key, path = self.file_of(source)
         with self._guard:
             lock = self._evaluating.setdefault(key, threading.Lock())
         with lock:
             if key in self.state.evaluated:
-                return key, self.state.evaluated[key]
+                return key, self.state.evaluated[key].outcome()
             if key not in self.state.pending:
                 self.folder.record("intent", candidate_hash=key, role=role, island=island, idea=idea,
                                    parent=self.state.incumbents.get(island), structure=structure_hash(source))
-            result = self.folder.cached(key)
-            if result is None:
-                result = self._measure(path, role, island, idea)
-                self.folder.cache(key, result)
+            cached = self.folder.cached(key)
+            result = Outcome.model_validate(cached) if cached is not None else self._measure(path, role, island, idea)
+            if cached is None:
+                self.folder.cache(key, result.model_dump())
             intent = self.state.pending.get(key, {})
             self.folder.record("done", candidate_hash=key, role=role, island=island, idea=idea,
-                               parent=intent.get("parent"), structure=intent.get("structure"), **result)
+                               parent=intent.get("parent"), structure=intent.get("structure"), **result.model_dump())
         return key, result
 
-    def _measure(self, path: Path, role: str, island: str, idea: str) -> dict:
+    def _measure(self, path: Path, role: str, island: str, idea: str) -> Outcome:
         self.say(f"island {island}: evaluating {role} {path.stem[:8]}")
         local = self.workspace(island) / "candidates" / path.name  # the snapshot store takes files inside it
         local.parent.mkdir(exist_ok=True)
         local.write_bytes(path.read_bytes())
-        r = evaluate(evaluate_request(root=self.workspace(island), problem=self.problem, candidate=local,
+        r = evaluate(evaluate_request(root=self.workspace(island), problem=self.problem.path, candidate=local,
                                       device=self.device, budget_s=self.budget_s, shapes=self.shapes,
                                       author=self.agent, note=idea), self.runner)
-        return {"verdict": r.verdict, "passed": r.passed, "trusted": r.trusted, "speedup": r.speedup,
-                "speedup_ci": r.snapshot.speedup_ci, "roofline_percent": r.snapshot.roofline_percent,
-                "snapshot": r.snapshot.id}
+        return Outcome(verdict=r.verdict, passed=r.passed, trusted=r.trusted, speedup=r.speedup,
+                       speedup_ci=r.snapshot.speedup_ci, roofline_percent=r.snapshot.roofline_percent,
+                       snapshot=r.snapshot.id, feedback=feedback_of(r))
 
     def better(self, key: str, island: str) -> Ratio | None:
         """The candidate against the island's incumbent, timed interleaved, then again in a fresh run on new
@@ -166,8 +170,8 @@ class Optimizer:
             return self.state.finished
         if self.state.baseline_hash is None or len(self.state.incumbents) < len(self.islands):
             key, summary = self.evaluate(self.start_source, "baseline", "0")
-            if not (summary["passed"] and summary["trusted"]):  # nothing could ever be shown faster than it
-                reason = f"stop: the starting kernel did not pass: {summary['verdict']}"
+            if not summary.believed:  # nothing could ever be shown faster than it
+                reason = f"stop: the starting kernel did not pass: {summary.verdict}"
                 self.folder.record("finished", reason=reason)
                 return reason
             for island in self.islands:
@@ -186,8 +190,8 @@ class Optimizer:
             self.evaluate(self.source_of(key), intent.get("role", "candidate"), intent.get("island", "0"),
                           intent.get("idea", ""))
         for key, done in list(self.state.evaluated.items()):
-            if done.get("role") == "candidate" and done.get("passed") is not None and key not in self.state.judged:
-                self.judge(str(done.get("island", "0")), key, done, done.get("idea", ""))
+            if done.role == "candidate" and done.passed is not None and key not in self.state.judged:
+                self.judge(done.island, key, done.outcome(), done.idea)
         for island in self.islands:
             winner = self.state.tuned.get(self.incumbent(island))
             if winner and winner != self.incumbent(island) and winner in self.state.evaluated:
@@ -221,7 +225,7 @@ class Optimizer:
         if b.usd is not None and s.spend_usd >= b.usd:
             return f"budget: ${s.spend_usd:.2f}"
         if self.until_sol is not None:  # --until-sol: any island's best at that share of speed-of-light
-            reached = max((s.evaluated.get(k, {}).get("roofline_percent") or 0.0 for k in s.incumbents.values()),
+            reached = max((s.evaluated[k].roofline_percent or 0.0 for k in s.incumbents.values() if k in s.evaluated),
                           default=0.0)
             if reached >= 100 * self.until_sol:
                 return f"speed-of-light: the best is at {reached:.0f}% (asked for {100 * self.until_sol:.0f}%)"
@@ -245,7 +249,9 @@ class Optimizer:
                            cost_usd=turn.cost_usd, reported_cost_usd=turn.reported_cost_usd)
 
     def system_prompt(self) -> str:
-        return load_prompt("system").format(problem=self.problem.name)
+        baseline = self.state.evaluated.get(self.state.baseline_hash)
+        statement = problem_statement(self.problem, self.shapes, baseline.feedback if baseline else "")
+        return load_prompt("system").format(problem=self.problem.name, statement=statement)
 
     def propose(self, island: str, edit: str, idea: str) -> tuple[str, bool]:
         """Apply, evaluate, decide; the answer to the model and whether it was an error."""
@@ -254,31 +260,30 @@ class Optimizer:
             return "the edit was not applied: " + "; ".join(applied.errors), True
         structure = structure_hash(applied.source)
         with self.folder.lock:  # other islands add results meanwhile
-            earlier = next((d for d in self.state.evaluated.values() if d.get("structure") == structure), None)
+            earlier = next((d for d in self.state.evaluated.values() if d.structure == structure), None)
         if earlier is not None:  # the same syntax tree (comments, names aside): its result is known
             return (f"this kernel was evaluated before (the same code up to comments and names): "
-                    f"{earlier['verdict']}; propose something different"), True
+                    f"{earlier.verdict}; propose something different"), True
         key, summary = self.evaluate(applied.source, "candidate", island, idea)
         return self.judge(island, key, summary, idea), False
 
-    def judge(self, island: str, key: str, summary: dict, idea: str) -> str:
+    def judge(self, island: str, key: str, summary: Outcome, idea: str) -> str:
         """After a candidate's evaluation: promote it on a confirmed significant gain over the island's
         incumbent (then tune it), record the lesson; the answer for the model."""
-        text = f"verdict {summary['verdict']}"
-        if summary["speedup"]:
-            text += f", speedup over the reference {summary['speedup']:.3g}x"
+        text = summary.feedback or f"verdict: {summary.verdict}"  # a run folder from before feedback was kept
         verdict, ratio = "failed", None
-        if summary["passed"] and summary["trusted"]:
+        if summary.believed:
             already = self.state.incumbents.get(island) == key  # promoted before a kill cut the lesson off
             ratio = None if already else self.better(key, island)
             verdict = "worked" if ratio or already else "no gain"
-            text += (f"; {ratio.value:.3g}x over the best so far [{ratio.lo:.3g}, {ratio.hi:.3g}]: now the best"
-                     if ratio else "; not significantly faster than the best so far: the best is unchanged")
+            text += (f"\ndecision: {ratio.value:.3g}x over the best so far [{ratio.lo:.3g}, {ratio.hi:.3g}], timed "
+                     "interleaved and confirmed in a fresh run: now the best" if ratio else
+                     "\ndecision: not significantly faster than the best so far: the best is unchanged")
         if ratio:  # the promotion first: a kill before the lesson leaves it promoted, and judged again as such
             self.promote(key, island, ratio, how="proposal")
         self.folder.record("lesson", island=island, candidate_hash=key, **Lesson(
             hypothesis=idea, change=idea[:80], verdict=verdict, speedup=ratio.value if ratio else None,
-            speedup_ci=[ratio.lo, ratio.hi] if ratio else None, failure="" if summary["passed"] else summary["verdict"],
+            speedup_ci=[ratio.lo, ratio.hi] if ratio else None, failure="" if summary.passed else summary.verdict,
             evaluation=len(self.state.evaluated)).model_dump())
         if ratio and self.tune:
             tuned = tune_incumbent(self, island)

@@ -35,7 +35,7 @@ def tune_incumbent(opt: Ledger, island: str) -> str:
     if result.speedup:
         change = change_between(result.start, result.best)
         key, summary = opt.evaluate(open(result.best_file).read(), "tuned", island, idea=f"tune: {change}")
-        if summary["passed"] and summary["trusted"]:
+        if summary.believed:
             best_hash = key
     # the decision first, then the promotion: a kill in between is mended on resume (loop.finish_what_was_in_flight)
     opt.folder.record("tuned", island=island, start_hash=start, best_hash=best_hash, params=result.params,

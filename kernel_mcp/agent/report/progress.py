@@ -13,11 +13,10 @@ from kernel_mcp.agent.run.state import RunState
 from kernel_mcp.views.render import FitTable
 
 
-def speedup_text(done: dict | None) -> str:
-    if not done or not done.get("speedup"):
+def speedup_text(speedup: float | None, ci: list[float] | None = None) -> str:
+    if not speedup:
         return "-"
-    ci = done.get("speedup_ci")
-    return f"{done['speedup']:.3g}x" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
+    return f"{speedup:.3g}x" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
 
 
 class LiveView:
@@ -55,9 +54,9 @@ class LiveView:
         state = self.state
         for island, key in sorted((state.incumbents if state else {}).items()):
             done = state.evaluated.get(key)
-            sol = done.get("roofline_percent") if done else None
-            table.add_row(island, speedup_text(done), f"{sol:.0f}%" if sol is not None else "-",
-                          self.last.get(island, "-"))
+            sol = done.roofline_percent if done else None
+            best = speedup_text(done.speedup, done.speedup_ci) if done else "-"
+            table.add_row(island, best, f"{sol:.0f}%" if sol is not None else "-", self.last.get(island, "-"))
         totals = Text("starting", style="dim")
         if state:
             spend = f"${state.spend_usd:.2f}" + (f" (+{state.unpriced_turns} unpriced turns)"

@@ -31,7 +31,7 @@ def sections(run: Path, summary: RunSummary, records: list[Record], plots: list[
     outcome = [("p", f"Problem `{Path(summary.problem).name}`, agent `{summary.agent}`, {summary.islands} island(s); "
                      f"{summary.evaluations} evaluations in {summary.elapsed_s:.0f} s; "
                      f"{'ended: ' + summary.finished if summary.finished else 'not finished (resume it)'}.")]
-    rows = [[name if name == "baseline" else f"best (by {k.how or 'baseline'})", speedup_text(k.model_dump()),
+    rows = [[name if name == "baseline" else f"best (by {k.how or 'baseline'})", speedup_text(k.speedup, k.speedup_ci),
              f"{k.roofline_percent:.0f}%" if k.roofline_percent else "-", k.hash[:12]]
             for name, k in (("baseline", base), ("best", best)) if k]
     outcome.append(("table", ["kernel", "speedup over the reference (95% CI)", "% of speed-of-light", "hash"], rows))
@@ -97,8 +97,9 @@ def lineage(records: list[Record]) -> str:
         for child in children.get(parent, []):
             key = child["candidate_hash"]
             mark = "*" if key in promoted else " "
+            speedup = speedup_text(child.get("speedup"), child.get("speedup_ci"))
             lines.append(f"{'  ' * depth}{mark} {key[:10]} [{child.get('role')}, island {child.get('island')}] "
-                         f"{child.get('verdict')}, {speedup_text(child)}  {str(child.get('idea', ''))[:70]}")
+                         f"{child.get('verdict')}, {speedup}  {str(child.get('idea', ''))[:70]}")
             if key != parent:
                 walk(key, depth + 1)
     walk(None, 0)

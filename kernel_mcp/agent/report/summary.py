@@ -12,7 +12,7 @@ from kernel_mcp.agent.report.decisions import Decision, decisions, why_no_gain
 from kernel_mcp.agent.run.facts import confirmed_gains, gain_rank
 from kernel_mcp.agent.run.folder import RunConfig
 from kernel_mcp.agent.run.journal import read
-from kernel_mcp.agent.run.records import Record
+from kernel_mcp.agent.run.records import Outcome, Record
 from kernel_mcp.agent.run.state import RunState, derive
 
 
@@ -53,10 +53,9 @@ class RunSummary(BaseModel):
 
 
 def kernel_of(run: Path, state: RunState, key: str, island: str = "0", how: str = "") -> Kernel:
-    done = state.evaluated.get(key, {})
+    done = state.evaluated.get(key) or Outcome()
     return Kernel(hash=key, file=str(run / "workspace" / "candidates" / f"{key}.py"), island=island,
-                  speedup=done.get("speedup"), speedup_ci=done.get("speedup_ci"),
-                  roofline_percent=done.get("roofline_percent"), how=how)
+                  speedup=done.speedup, speedup_ci=done.speedup_ci, roofline_percent=done.roofline_percent, how=how)
 
 
 def best_kernel(run: Path, records: list[Record], state: RunState) -> tuple[Kernel | None, tuple[float, float] | None]:
@@ -82,8 +81,8 @@ def summarize(run: str | Path) -> RunSummary:
     timed = decisions(records)
     return RunSummary(
         run=str(run), problem=config.problem, agent=config.agent, islands=config.islands, finished=state.finished,
-        evaluations=len(done), failed=sum(not d.get("passed") for d in done),
-        verdicts=dict(Counter(d.get("verdict", "?") for d in done)), promotions=len(gains),
+        evaluations=len(done), failed=sum(not d.passed for d in done),
+        verdicts=dict(Counter(d.verdict or "?" for d in done)), promotions=len(gains),
         restarts=len(state.restarts), baseline=baseline, best=best, gain_over_baseline=gain[0] if gain else None,
         gain_low=gain[1] if gain else None,
         spend_usd=round(state.spend_usd, 6), unpriced_turns=state.unpriced_turns, turns=state.turns,

@@ -70,8 +70,11 @@ class Intent(Record):
     structure: str | None = None  # its syntax tree's hash (history/novelty.py)
 
 
-class Done(Intent):
-    kind: Literal["done"]  # that evaluation's result (the intent's fields too), also in the evaluation cache
+class Outcome(BaseModel):
+    """What one evaluation found, as the loop keeps it (the evaluation cache holds exactly this)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
     verdict: str = ""
     passed: bool | None = None
     trusted: bool | None = None
@@ -79,6 +82,19 @@ class Done(Intent):
     speedup_ci: list[float] | None = None
     roofline_percent: float | None = None
     snapshot: str | None = None  # the snapshot id in the island's store
+    feedback: str = ""  # what the model is told of it (agent/loop/feedback.py), kept so a resume re-runs nothing
+
+    @property
+    def believed(self) -> bool:
+        """Passed with no integrity finding: its speedup can be compared."""
+        return bool(self.passed and self.trusted)
+
+
+class Done(Intent, Outcome):
+    kind: Literal["done"]  # that evaluation's result (the intent's fields too), also in the evaluation cache
+
+    def outcome(self) -> Outcome:
+        return Outcome.model_validate(self.model_dump(include=set(Outcome.model_fields)))
 
 
 class Promotion(Record):

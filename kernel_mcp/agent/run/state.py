@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kernel_mcp.agent.run.records import Record
+from kernel_mcp.agent.run.records import Done, Record
 
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 
@@ -34,7 +34,7 @@ class RunState(BaseModel):
     unpriced_turns: int = 0  # turns of a model missing from the pricing table: their cost is unknown
     turns: int = 0
     tokens: dict[str, int] = Field(default_factory=lambda: dict.fromkeys(TOKEN_KINDS, 0))
-    evaluated: dict[str, dict[str, Any]] = Field(default_factory=dict)  # candidate hash -> its done record
+    evaluated: dict[str, Done] = Field(default_factory=dict)  # candidate hash -> its done record
     pending: dict[str, dict[str, Any]] = Field(default_factory=dict)  # hash -> intent without a done, in order
     baseline_hash: str | None = None  # set once the baseline's evaluation is done: never added again
     incumbents: dict[str, str] = Field(default_factory=dict)  # island -> candidate hash
@@ -88,9 +88,9 @@ def apply(state: RunState, record: Record) -> None:
             state.pending.setdefault(key, fields)
     elif kind == "done":
         key = fields["candidate_hash"]
-        state.evaluated[key] = fields
+        state.evaluated[key] = record
         state.pending.pop(key, None)
-        if fields.get("role") == "baseline":
+        if record.role == "baseline":
             state.baseline_hash = key
     elif kind == "promotion":
         state.incumbents[str(fields["island"])] = fields["candidate_hash"]

@@ -35,6 +35,7 @@ from kernel_mcp.agent.run.folder import write_once
 from kernel_mcp.agent.tune import priors
 from kernel_mcp.agent.tune.params import Config, Param, apply, change_between, find_params
 from kernel_mcp.agent.tune.search import DELTA, tune
+from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import ProfileSettings
 from kernel_mcp.stats import Ratio, geometric_mean
 from kernel_mcp.tools.profile import profile
@@ -64,12 +65,12 @@ class Memo(Protocol):
 
 
 class Tuner:
-    def __init__(self, problem: str | Path, candidate: str | Path, workdir: str | Path, device: str = "auto",
+    def __init__(self, problem: str | Path | Problem, candidate: str | Path, workdir: str | Path, device: str = "auto",
                  settings: ProfileSettings | None = None, only: list[str] | None = None, runner=None,
                  on_progress: Callable[[str], None] | None = None, memo: Memo | None = None,
                  stop: Callable[[], bool] | None = None, interpreted: bool | None = None,
                  on_step: Callable[..., None] | None = None):
-        self.problem, self.device, self.runner = str(problem), device, runner
+        self.problem, self.device, self.runner = load_problem(problem), device, runner  # loaded once per search
         self.source = Path(candidate).read_text()
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)

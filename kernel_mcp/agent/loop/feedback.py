@@ -1,0 +1,106 @@
+"""What a model agent is told of one evaluation: the panel an IDE agent reads from the MCP tools, as text
+sized for a model's context (docs/orchestrator.md, "What the model sees").
+
+* a build that failed: each kernel's error with its file and line in the candidate;
+* a check that failed: the verdict's cause, the failing cases with their first mismatching elements (index,
+  the candidate's value, the reference's, the bound);
+* a pass: the speedup over the reference with its 95% interval, and per shape the two times, the speedup,
+  % of the roof and what binds it; the device and the ceilings the roof was drawn from;
+* always: the findings (integrity, precision, occupancy, spills) and each kernel's registers and occupancy.
+
+The text is made once, when the evaluation ends, and kept in the journal's ``done`` record: a resumed run
+tells the model the same thing without evaluating again. Pure functions over the typed results.
+"""
+from __future__ import annotations
+
+from kernel_mcp.results import CaseResult, CompileResult, EvaluateResult, Finding, Mismatch, RooflineResult
+from kernel_mcp.views.summaries import ShapeSummary, clip, summarize_evaluate
+
+FEEDBACK_CHARS = 4000  # ~1,000 tokens: a turn's answer, not a report
+FAILED_CASES = 3  # failing cases shown in full; the rest are counted
+MISMATCHES = 4  # first mismatching elements shown per case
+MESSAGE_CHARS = 500
+
+
+def feedback_of(result: EvaluateResult) -> str:
+    """The evaluation as a model should read it (at most FEEDBACK_CHARS)."""
+    summary = summarize_evaluate(result)
+    lines = [f"verdict: {result.verdict}"]
+    if result.compile is not None:
+        lines += _builds(result.compile)
+    check = result.roofline.profile.check if result.roofline else None
+    if check is not None and not check.passed:
+        if check.cause and check.cause not in {c.failure for c in check.cases}:  # a measured cause, not the kind
+            lines.append(f"cause: {check.cause}")
+        lines += _failed_cases(check.cases)
+    if summary.passed:
+        overall = _ratio(summary.speedup, summary.speedup_ci)
+        lines.append(f"speedup over the reference (geometric mean over shapes): {overall}")
+        lines += [_shape_line(s) for s in summary.shapes]
+    if result.roofline is not None:
+        lines += _ceilings(result.roofline)
+    lines += [_finding(f) for f in summary.findings if f.severity != "info" or f.code in ("precision", "occupancy")]
+    return clip("\n".join(line for line in lines if line), FEEDBACK_CHARS)
+
+
+def _builds(built: CompileResult) -> list[str]:
+    lines = []
+    for b in built.builds:
+        if not b.ok:
+            where = f"{b.file}:{b.line}: " if b.file else ""
+            lines.append(f"build failed, kernel {b.kernel} ({b.target}): {where}{clip(b.error, MESSAGE_CHARS)}")
+            continue
+        use = [f"{b.registers} registers/thread" if b.registers is not None else "",
+               f"{b.spill_bytes} bytes spilled" if b.spill_bytes else "",
+               f"{b.shared_bytes} B shared" if b.shared_bytes else "",
+               f"occupancy {b.occupancy.percent:.0f}% (limited by {b.occupancy.limited_by})" if b.occupancy else ""]
+        use = [u for u in use if u]
+        if use:
+            lines.append(f"kernel {b.kernel} ({b.target}): {', '.join(use)}")
+    lines += [_finding(f) for f in built.findings]
+    return lines
+
+
+def _failed_cases(cases: list[CaseResult]) -> list[str]:
+    failed = [c for c in cases if not c.passed]
+    lines = []
+    for case in failed[:FAILED_CASES]:
+        lines.append(f"failed case {case.name} {case.params}: {case.failure}: {clip(case.message, MESSAGE_CHARS)}")
+        for comparison in case.comparisons:
+            where = f" in {comparison.leaf}" if comparison.leaf else ""
+            lines += [f"  first mismatches{where}:"] if comparison.first_mismatches else []
+            lines += [f"    {_mismatch(m)}" for m in comparison.first_mismatches[:MISMATCHES]]
+    if len(failed) > FAILED_CASES:
+        lines.append(f"... and {len(failed) - FAILED_CASES} more failed cases")
+    return lines
+
+
+def _mismatch(m: Mismatch) -> str:
+    return f"index {m.index}: got {m.got:.6g}, expected {m.expected:.6g} (bound {m.bound:.3g})"
+
+
+def _shape_line(s: ShapeSummary) -> str:
+    times = (f"{s.candidate_us:.4g} us vs the reference's {s.reference_us:.4g} us"
+             if s.candidate_us is not None and s.reference_us is not None else "not timed")
+    roof = f", {s.percent_of_roof:.0f}% of the roof ({s.bound}-bound)" if s.percent_of_roof is not None else ""
+    dtype = f" {s.dtype}" if s.dtype else ""
+    return f"shape {s.params}{dtype}: {times}, speedup {_ratio(s.speedup, s.speedup_ci)}{roof}"
+
+
+def _ceilings(roof: RooflineResult) -> list[str]:
+    if roof.bandwidth_bytes_per_s is None and roof.peak_flops_per_s is None:
+        return [f"roofline: {roof.message}"] if roof.message else []
+    parts = [f"{roof.bandwidth_bytes_per_s / 1e9:.0f} GB/s" if roof.bandwidth_bytes_per_s else "",
+             f"{roof.peak_flops_per_s / 1e12:.0f} TFLOP/s ({roof.unit})" if roof.peak_flops_per_s else ""]
+    return [f"device {roof.device_name}: ceilings {', '.join(p for p in parts if p)} ({roof.ceilings_source})"]
+
+
+def _finding(f: Finding) -> str:
+    return f"{f.severity} {f.code}: {clip(f.message, MESSAGE_CHARS)}"
+
+
+def _ratio(value: float | None, ci: list[float] | None) -> str:
+    if value is None:
+        return "not credited"
+    return f"{value:.3g}x" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
+
