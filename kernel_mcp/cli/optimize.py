@@ -1,5 +1,6 @@
 """The orchestrator's commands on the ``kernel-mcp`` app: ``optimize`` (an unattended search, live progress
-on stderr, a summary at the end) and ``report`` (a run rendered as Markdown and HTML with plots)."""
+on stderr, a summary at the end), ``steer`` (a person's hint to a running search) and ``report`` (a run
+rendered as Markdown and HTML with plots)."""
 from __future__ import annotations
 
 import signal
@@ -138,6 +139,19 @@ def print_decisions(summary, out: Console) -> None:
     for d in shown:
         table.add_row(str(d.step), d.what, d.change, *cells(d))
     out.print(table)
+
+
+@app.command()
+def steer(run: Path = typer.Argument(..., help="a run folder (from optimize), running or stopped"),
+          text: str = typer.Argument(..., help="the hint, e.g. \"stop trying larger tiles; try a split-K\"")) -> None:
+    """Give a running search a hint: every island hears it on its next model turn, and the report shows what
+    followed it. A stopped run hears it when resumed (optimize --resume RUN)."""
+    from kernel_mcp.agent.run.steer import post_hint
+    try:
+        post_hint(run, text)
+    except UsageError as exc:
+        _usage_error(exc)
+    err.print(f"left for {run}: every island hears it on its next turn (a stopped run: when resumed)")
 
 
 @app.command()

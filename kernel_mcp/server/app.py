@@ -15,6 +15,7 @@ from kernel_mcp.server.instruments import register_instruments
 from kernel_mcp.server.job_tools import register_job_tools
 from kernel_mcp.server.jobs import JobBoard
 from kernel_mcp.server.resources import register_resources, resource_name
+from kernel_mcp.server.run_tools import register_run_tools
 from kernel_mcp.server.snapshot_tools import register_snapshot_tools
 from kernel_mcp.worker import LocalRunner, Runner, harden_trusted_process
 
@@ -34,6 +35,7 @@ def build_server(root: str | Path = ".", runner: Runner | None = None) -> MCPSer
     register_instruments(server, space, runner)
     register_job_tools(server, space, runner, JobBoard())
     register_snapshot_tools(server, space)
+    register_run_tools(server, space)
     register_resources(server, space)
     _register_prompts(server, space)
     return server

@@ -6,6 +6,9 @@
   the baseline becomes the island's incumbent again; the run's best is kept in the journal);
 * L4 stop (speed-of-light reached, budget spent, or restarts no longer gain).
 
+A person's hints (``kernel-mcp steer``, agent/run/steer.py) reach every island: all of them in a session's
+opening prompt, and a new one with the next tool results (a CLI agent: with the next proposal's answer).
+
 A rung is given CLIMB_AFTER proposals before the ladder climbs past it; a promotion resets it. Every
 model turn's usage and cost is journaled before the loop acts on it; each episode's opening prompt and its
 turns are kept under RUN/episodes/.
@@ -22,6 +25,8 @@ from kernel_mcp.agent.loop.migrate import adopt_best
 from kernel_mcp.agent.loop.run_endpoint import RunEndpoint
 from kernel_mcp.agent.providers.base import ToolResult, Turn
 from kernel_mcp.agent.providers.cli_agents import CliAgent, lost_turns, prepare_workspace
+from kernel_mcp.agent.run.records import Hint
+from kernel_mcp.agent.run.steer import take_hints
 from kernel_mcp.files import load_prompt
 from kernel_mcp.tools.snapshot import status
 
@@ -58,6 +63,7 @@ class Conversation:
         self.rung, self.since_rung = 0, 0  # the ladder's rung since the last promotion; proposals since
         self.incumbent = optimizer.state.incumbents.get(island)
         self.stream = None  # the current episode's file under RUN/episodes/
+        self.heard = 0  # hints this island has been told (state.hints[:heard])
 
     def run(self) -> str:
         opening, idle = self._opening(0, ""), 0
@@ -97,9 +103,18 @@ class Conversation:
         brief = self.opt.brief()
         brief = f"What this run has learnt so far:\n\n{brief}" if brief else ""
         source = self.opt.incumbent_source(self.island)  # after an L3 restart: the baseline, no code of the run
+        self.heard = 0  # a new session hears every hint so far
+        hints = self._news()
         if level == 0:
-            return load_prompt("iterate").format(source=source, brief=brief)
-        return load_prompt("restart").format(why=why, brief=brief, source=source)
+            return load_prompt("iterate").format(source=source, brief=brief) + hints
+        return load_prompt("restart").format(why=why, brief=brief, source=source) + hints
+
+    def _news(self) -> str:
+        """Hints not yet told to this island's session, as text to go with the next message ("" if none)."""
+        take_hints(self.opt.folder)
+        new = self.opt.state.hints[self.heard:]
+        self.heard += len(new)
+        return "".join(f"\n\n{said(hint)}" for hint in new)
 
     def _keep(self, entry: dict) -> None:
         with open(self.stream, "a") as handle:
@@ -134,7 +149,8 @@ class Conversation:
             action = self._climb()
             if action.ends_session:
                 return action, proposed
-            turn = self._send(session, action.why if action.kind == "nudge" else None, results)
+            text = (action.why if action.kind == "nudge" else "") + self._news()
+            turn = self._send(session, text.strip() or None, results)
         return Step("ended"), proposed
 
     def _climb(self) -> Step:
@@ -200,8 +216,15 @@ class CliConversation(Conversation):
             action = Step("stop", spent) if spent else self._climb()
         finally:
             self.proposing -= 1
+        text += self._news()
         self._keep({"proposal": idea, "answer": text, "ladder": str(action)})
         if action.ends_session:
             self.ending = action
             return f"{text}\n\nThis session ends here ({action}): answer in one line and call no more tools."
         return f"{text}\n\n{action}" if action.kind == "nudge" else text
+
+
+def said(hint: Hint) -> str:
+    """A hint as the model reads it."""
+    quoted = "\n".join(f"> {line}" for line in hint.text.splitlines())
+    return f"A person steering this search says (follow it unless the measurements contradict it):\n{quoted}"

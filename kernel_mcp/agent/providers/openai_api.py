@@ -1,9 +1,14 @@
 """OpenAI's Responses API, and Chat Completions for any OpenAI-compatible server (vLLM, llama.cpp, Ollama,
 OpenRouter) by base URL, both through the official ``openai`` package, with function tools. Each keeps
 the conversation in its API's own form (Responses: input items, the model's output items appended whole,
-reasoning items included; Chat: the message list)."""
+reasoning items included; Chat: the message list).
+
+Prompt caching is automatic on OpenAI for prompts over 1,024 tokens; the Responses session also names a
+``prompt_cache_key`` (from the system prompt, the same in every session of a run) so that a run's requests
+are routed to the same cache. Chat Completions servers vary too much to be sent a field they may refuse."""
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from kernel_mcp.agent.providers.base import ToolCall, ToolResult, ToolSpec, Turn, Usage, arguments_of, priced
@@ -22,6 +27,7 @@ class ResponsesSession:
         self.tools = [{"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}
                       for t in tools]
         self.items: list[dict[str, Any]] = []
+        self.cache_key = hashlib.sha256(system.encode()).hexdigest()[:32]
 
     def send(self, text: str | None = None, results: list[ToolResult] | None = None) -> Turn:
         self.items += [{"type": "function_call_output", "call_id": r.call_id, "output": r.content}
@@ -31,7 +37,8 @@ class ResponsesSession:
         # nothing stored server-side: a reasoning model's reasoning items come back encrypted, to be sent
         # again with the next turn (they cannot be referred to by id when store=False)
         reply = self.client.responses.create(model=self.model, instructions=self.system, input=self.items,
-                                             tools=self.tools, store=False, include=["reasoning.encrypted_content"])
+                                             tools=self.tools, store=False, include=["reasoning.encrypted_content"],
+                                             prompt_cache_key=self.cache_key)
         output = [item.model_dump(exclude_none=True) for item in reply.output]
         self.items += output
         texts = [part.get("text", "") for item in output if item["type"] == "message"

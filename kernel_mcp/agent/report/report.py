@@ -5,7 +5,8 @@ Markdown path.
 Sections: the outcome (best speedup over the reference with its 95% interval, against the baseline; % of
 speed-of-light), progress over evaluations and time (plot), cost (tokens and dollars, per confirmed
 improvement), the lineage tree (each evaluation under the incumbent it was proposed against, promotions
-and restarts marked), the failure mix, the best kernel's diff against the baseline, the lessons.
+and restarts marked), a person's hints with what followed each, the failure mix, the best kernel's diff against
+the baseline, the lessons.
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def sections(run: Path, summary: RunSummary, records: list[Record], plots: list[
     lessons = render_brief([r.lesson() for r in records if r.kind == "lesson"])
     return [("Outcome", outcome), ("Progress", [("img", p) for p in plots]), ("Timing decisions", search(summary)),
             ("Cost", cost),
-            ("Lineage", [("pre", lineage(records))]), ("Verdicts", mix),
+            ("Lineage", [("pre", lineage(records))]), ("Steering", steering(records)), ("Verdicts", mix),
             ("Best kernel against the baseline", [("pre", best_diff(run, summary))]),
             ("Lessons", [("pre", lessons or "(none recorded)")])]
 
@@ -71,6 +72,26 @@ def search(summary: RunSummary) -> list[Block]:
                   "lower end clears 1 + the run's noise margin (from the A/A run)."),
             ("table", ["step", "island", "what", "change", "speedup (95% CI)", "needs lower end", "result",
                        "seconds"], rows)]
+
+
+FOLLOWED = 5  # evaluations shown after each hint
+
+
+def steering(records: list[Record]) -> list[Block]:
+    """Each hint a person gave (``kernel-mcp steer``), with the evaluations that came after it."""
+    hints = [r for r in records if r.kind == "hint"]
+    if not hints:
+        return [("p", "No hints were given (kernel-mcp steer RUN \"text\").")]
+    promoted = {r.candidate_hash for r in records if r.kind == "promotion" and r.how in ("proposal", "tune")}
+    blocks: list[Block] = []
+    for hint in hints:
+        after = [r for r in records if r.kind == "done" and r.seq > hint.seq and r.role != "baseline"][:FOLLOWED]
+        rows = [[r.island, r.idea[:80] or "-", r.verdict, speedup_text(r.speedup, r.speedup_ci),
+                 "yes" if r.candidate_hash in promoted else ""] for r in after]
+        blocks.append(("p", f"Hint (record {hint.seq}): {hint.text}"))
+        blocks.append(("table", ["island", "idea that followed", "verdict", "speedup over the reference",
+                                 "promoted"], rows) if rows else ("p", "Nothing was evaluated after it yet."))
+    return blocks
 
 
 def lineage(records: list[Record]) -> str:

@@ -176,15 +176,21 @@ class Noise(Record):
     delta: float
 
 
+class Hint(Record):
+    kind: Literal["hint"]  # a person's hint to the search (agent/run/steer.py), heard by every island
+    id: str  # its inbox file's name: a hint is journaled once whatever kills happen
+    text: str
+
+
 class Finished(Record):
     kind: Literal["finished"]  # the run ended
     reason: str = "finished"
 
 
 KINDS = (RunStarted, Resumed, EpochStarted, EpisodeStarted, Turn, Intent, Done, Promotion, Stall, Restart,
-         LessonRecord, TuneStep, Tuned, Noise, Finished)
+         LessonRecord, TuneStep, Tuned, Noise, Hint, Finished)
 Kind = Literal["run_started", "resumed", "epoch_started", "episode_started", "turn", "intent", "done", "promotion",
-               "stall", "restart", "lesson", "tune_step", "tuned", "noise", "finished"]
+               "stall", "restart", "lesson", "tune_step", "tuned", "noise", "hint", "finished"]
 AnyRecord = Annotated[Union[KINDS], Field(discriminator="kind")]  # noqa: UP007  (a tuple of classes)
 _READ = TypeAdapter(AnyRecord)
 _BY_KIND = {model.model_fields["kind"].annotation.__args__[0]: model for model in KINDS}

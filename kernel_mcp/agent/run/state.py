@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kernel_mcp.agent.run.records import Done, Record
+from kernel_mcp.agent.run.records import Done, Hint, Record
 
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 
@@ -47,6 +47,7 @@ class RunState(BaseModel):
     active_s: float = 0.0  # seconds of records written while a process drove the run, summed over processes
     last_at: float | None = None  # the last record's wall clock
     finished: str | None = None  # why the run ended, once it has
+    hints: list[Hint] = Field(default_factory=list)  # a person's hints, in the order journaled
     delta: float | None = None  # the significance margin from the run's A/A timing (None: not measured yet)
 
     def elapsed_s(self, now: float | None = None) -> float:
@@ -111,5 +112,7 @@ def apply(state: RunState, record: Record) -> None:
         state.judged.append(fields["candidate_hash"])
     elif kind == "resumed":
         state.resumptions += 1
+    elif kind == "hint":
+        state.hints.append(record)
     elif kind == "finished":
         state.finished = fields.get("reason", "finished")
