@@ -10,6 +10,7 @@ from fakes.scripted_apis import Move, Scripted
 from kernel_mcp.agent.loop.conversation import Conversation
 from kernel_mcp.agent.loop.migrate import adopt_best, best_parent
 from kernel_mcp.agent.loop.optimizer import Optimizer
+from kernel_mcp.agent.loop.promotion import better
 from kernel_mcp.agent.report.report import report
 from kernel_mcp.agent.run.budget import Budget
 from kernel_mcp.agent.run.folder import RunConfig, RunFolder, candidate_hash
@@ -107,10 +108,11 @@ def test_two_islands_each_hold_their_own_sessions_and_share_one_baseline(tmp_pat
     assert len(fake.requests) == 4 and len(list((tmp_path / "run" / "episodes").glob("island-*.jsonl"))) == 4
 
 
-def test_candidates_evaluated_but_not_judged_before_a_kill_are_judged_on_resume(tmp_path):
+def test_candidates_evaluated_but_not_judged_before_a_kill_are_judged_on_resume(tmp_path, monkeypatch):
     """NARROW and WIDE were promoted but their lessons never written (a kill in between): they are judged
     as worked without timing them again. A third, evaluated and never judged, is judged now: timed against
     its island's best (here a stand-in for the interleaved comparison) and promoted once."""
+    from kernel_mcp.agent.loop import promotion
     from kernel_mcp.stats import Ratio
     folder, opt = _run_with(tmp_path)
     with folder:
@@ -118,7 +120,8 @@ def test_candidates_evaluated_but_not_judged_before_a_kill_are_judged_on_resume(
         folder.record("done", candidate_hash=key, role="candidate", island="1", verdict="pass", passed=True,
                       trusted=True, speedup=2.0, speedup_ci=[1.9, 2.1], idea="2048")
         timed = []
-        opt.better = lambda k, island: timed.append(k) or Ratio(1.2, 1.1, 1.3)
+        monkeypatch.setattr(promotion, "better", lambda opt, k, island: timed.append(k) or Ratio(1.2, 1.1, 1.3))
+        monkeypatch.setattr(promotion, "unseen_shapes", lambda opt, k, island: "")  # held_out's own tests
         opt.finish_what_was_in_flight()
         assert timed == [key] and opt.state.incumbents["1"] == key
         assert sorted(opt.state.judged) == sorted([candidate_hash(NARROW.encode()), candidate_hash(WIDE.encode()), key])
@@ -173,24 +176,24 @@ def test_two_fruitless_epochs_make_the_ladder_stop_the_island(tmp_path):
 def test_a_gain_must_clear_the_runs_noise_margin_from_its_a_a_run(tmp_path, monkeypatch):
     """The same 1.5x [1.4, 1.6] comparison promotes under the 1% floor and does not once the baseline, timed
     against itself, showed a spread that sets the margin at 50%; the A/A run is measured once per run."""
-    from kernel_mcp.agent.loop import optimizer
+    from kernel_mcp.agent.loop import optimizer, promotion
     from kernel_mcp.stats import Ratio
     timed = []
 
     def fake_compare(problem, incumbent, candidate, device, settings, runner=None):
         timed.append((incumbent.name, candidate.name))
         return Ratio(1.5, 1.4, 1.6) if incumbent != candidate else Ratio(1.0, 0.8, 1.25)
-    monkeypatch.setattr(optimizer, "compare_files", fake_compare)
+    monkeypatch.setattr(promotion, "compare_files", fake_compare)
     monkeypatch.setattr(optimizer, "noise_margin", lambda problem, kernel, *rest: (
         fake_compare(problem, kernel, kernel, *rest), 0.5))
     folder, opt = _run_with(tmp_path)
     with folder:
         narrow = candidate_hash(NARROW.encode())
-        assert opt.delta == 0.01 and opt.better(narrow, "1") == Ratio(1.5, 1.4, 1.6)
+        assert opt.delta == 0.01 and better(opt, narrow, "1") == Ratio(1.5, 1.4, 1.6)
         opt.measure_noise()
         opt.measure_noise()  # once per run
         assert opt.state.delta == 0.5 and [r.kind for r in folder.log.records].count("noise") == 1
-        assert opt.better(narrow, "1") is None  # 1.4 does not clear 1.5
+        assert better(opt, narrow, "1") is None  # 1.4 does not clear 1.5
     with RunFolder.resume(tmp_path / "run") as again:  # the margin is the journal's: never measured again
         before = len(timed)
         Optimizer(again, PROBLEMS / "vector_add", _start(tmp_path), "anthropic:claude-opus-4-5", Budget(), device="cpu",

@@ -12,11 +12,12 @@ from kernel_mcp.worker.protocol import ProgressFn, parse_device
 
 def check(problem: str | Path | Problem, candidate: str | Path, device: str = "auto", fresh_seeds: int | None = None,
           on_progress: ProgressFn | None = None, runner: Runner | None = None,
-          call_timeout_s: float | None = None) -> CheckResult:
+          call_timeout_s: float | None = None, tests: list[dict] | None = None) -> CheckResult:
     """Run ``candidate`` on every test of ``problem`` (plus secret-seeded copies) in a sandboxed process and
-    judge each output in a separate trusted process. Raises UsageError for bad paths or problem folders."""
+    judge each output in a separate trusted process; ``tests``: other shapes in place of the task's tests
+    (held-out shapes). Raises UsageError for bad paths or problem folders."""
     device = parse_device(device)
     prob = load_problem(problem)
     request = judge_request(mode="check", problem=str(prob.path), candidate=str(resolve_candidate(candidate)),
-                            fresh_seeds=fresh_seeds, call_timeout_s=call_timeout_s)
+                            fresh_seeds=fresh_seeds, call_timeout_s=call_timeout_s, tests=tests)
     return (runner or default_runner()).judge(request, device, on_progress, prob)

@@ -96,6 +96,9 @@ class JudgeRequest(_Message):
     candidate: str = Field(min_length=1)  # absolute path of the candidate file
     baseline: str | None = None  # profile only: another candidate timed beside it
     fresh_seeds: int | None = Field(None, ge=1, le=16)  # None: the task's own
+    # check only: these shapes in place of the task's tests (the optimize loop's held-out shapes, drawn by the
+    # trusted caller: agent/loop/held_out.py); None: the task's own
+    tests: list[dict[str, int | float | str | bool]] | None = Field(None, min_length=1, max_length=16)
     call_timeout_s: float | None = Field(None, gt=0, le=86400)  # one call of the candidate; None: the task's own
     settings: ProfileSettings = Field(default_factory=ProfileSettings)
     # a check of a problem never measured, admitted beside others with a first share of the device: the

@@ -10,15 +10,17 @@ from typing import Any, Protocol
 
 from kernel_mcp.agent.providers.base import Turn
 from kernel_mcp.agent.run.folder import RunFolder
+from kernel_mcp.agent.run.records import Outcome
 from kernel_mcp.agent.run.state import RunState
 from kernel_mcp.history.stall import RunFacts
+from kernel_mcp.problem import Problem
 from kernel_mcp.stats import Ratio
 
 
 class Ledger(Protocol):
     # the run's settings
     folder: RunFolder  # the journal (record), its lock, the evaluation cache
-    problem: Path
+    problem: Problem  # loaded once per run
     agent: str  # "tune" or a provider spec
     islands: list[str]
     device: str
@@ -47,7 +49,7 @@ class Ledger(Protocol):
     def out_of_budget(self) -> str: ...
 
     # the calls that change the run (each journaled by the Optimizer)
-    def evaluate(self, source: str, role: str, island: str, idea: str = "") -> tuple[str, dict]: ...
+    def evaluate(self, source: str, role: str, island: str, idea: str = "") -> tuple[str, Outcome]: ...
     def propose(self, island: str, edit: str, idea: str) -> tuple[str, bool]: ...
     def promote(self, key: str, island: str, speedup: Ratio | list[float] | None, how: str = "") -> None: ...
     def record_turn(self, turn: Turn, island: str) -> None: ...

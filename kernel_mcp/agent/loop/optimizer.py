@@ -19,11 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernel_mcp.agent import decide
-from kernel_mcp.agent.compare import compare_files, noise_margin
+from kernel_mcp.agent.compare import noise_margin
 from kernel_mcp.agent.edits import apply_edit
 from kernel_mcp.agent.loop.feedback import feedback_of
 from kernel_mcp.agent.loop.islands import run_islands
 from kernel_mcp.agent.loop.lessons import render_brief
+from kernel_mcp.agent.loop.promotion import decide_promotion
 from kernel_mcp.agent.loop.statement import problem_statement
 from kernel_mcp.agent.loop.tune_step import promote_winner, tune_incumbent
 from kernel_mcp.agent.providers import open_session as open_model_session
@@ -124,18 +125,6 @@ class Optimizer:
         return Outcome(verdict=r.verdict, passed=r.passed, trusted=r.trusted, speedup=r.speedup,
                        speedup_ci=r.snapshot.speedup_ci, roofline_percent=r.snapshot.roofline_percent,
                        snapshot=r.snapshot.id, feedback=feedback_of(r))
-
-    def better(self, key: str, island: str) -> Ratio | None:
-        """The candidate against the island's incumbent, timed interleaved, then again in a fresh run on new
-        inputs (the winner's curse): the second speedup when both show a significant gain, else None."""
-        incumbent, candidate = self.path_of(self.incumbent(island)), self.path_of(key)
-        settings = ProfileSettings(budget_s=self.budget_s, shapes=self.shapes)
-        ratio = None
-        for _ in range(2):
-            ratio = compare_files(self.problem, incumbent, candidate, self.device, settings, self.runner)
-            if ratio is None or not decide.significant(ratio, self.delta):
-                return None
-        return ratio
 
     @property
     def delta(self) -> float:
@@ -269,21 +258,17 @@ class Optimizer:
 
     def judge(self, island: str, key: str, summary: Outcome, idea: str) -> str:
         """After a candidate's evaluation: promote it on a confirmed significant gain over the island's
-        incumbent (then tune it), record the lesson; the answer for the model."""
+        incumbent that holds on shapes it was never shown (then tune it), record the lesson; the answer for
+        the model."""
         text = summary.feedback or f"verdict: {summary.verdict}"  # a run folder from before feedback was kept
-        verdict, ratio = "failed", None
-        if summary.believed:
-            already = self.state.incumbents.get(island) == key  # promoted before a kill cut the lesson off
-            ratio = None if already else self.better(key, island)
-            verdict = "worked" if ratio or already else "no gain"
-            text += (f"\ndecision: {ratio.value:.3g}x over the best so far [{ratio.lo:.3g}, {ratio.hi:.3g}], timed "
-                     "interleaved and confirmed in a fresh run: now the best" if ratio else
-                     "\ndecision: not significantly faster than the best so far: the best is unchanged")
+        decision = decide_promotion(self, island, key, summary)
+        text += f"\ndecision: {decision.said}" if decision.said else ""
+        ratio = decision.ratio
         if ratio:  # the promotion first: a kill before the lesson leaves it promoted, and judged again as such
             self.promote(key, island, ratio, how="proposal")
         self.folder.record("lesson", island=island, candidate_hash=key, **Lesson(
-            hypothesis=idea, change=idea[:80], verdict=verdict, speedup=ratio.value if ratio else None,
-            speedup_ci=[ratio.lo, ratio.hi] if ratio else None, failure="" if summary.passed else summary.verdict,
+            hypothesis=idea, change=idea[:80], verdict=decision.verdict, speedup=ratio.value if ratio else None,
+            speedup_ci=[ratio.lo, ratio.hi] if ratio else None, failure=decision.failure,
             evaluation=len(self.state.evaluated)).model_dump())
         if ratio and self.tune:
             tuned = tune_incumbent(self, island)

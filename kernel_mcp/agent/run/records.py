@@ -176,6 +176,14 @@ class Noise(Record):
     delta: float
 
 
+class HeldOut(Record):
+    kind: Literal["held_out"]  # a faster candidate checked on shapes it was never shown, before its promotion
+    island: str = "0"
+    candidate_hash: str
+    shapes: list[dict[str, Any]] = Field(default_factory=list)
+    refused: str = ""  # why it was not promoted ("" when it passed, or the incumbent failed them too)
+
+
 class Hint(Record):
     kind: Literal["hint"]  # a person's hint to the search (agent/run/steer.py), heard by every island
     id: str  # its inbox file's name: a hint is journaled once whatever kills happen
@@ -188,9 +196,9 @@ class Finished(Record):
 
 
 KINDS = (RunStarted, Resumed, EpochStarted, EpisodeStarted, Turn, Intent, Done, Promotion, Stall, Restart,
-         LessonRecord, TuneStep, Tuned, Noise, Hint, Finished)
+         LessonRecord, TuneStep, Tuned, Noise, HeldOut, Hint, Finished)
 Kind = Literal["run_started", "resumed", "epoch_started", "episode_started", "turn", "intent", "done", "promotion",
-               "stall", "restart", "lesson", "tune_step", "tuned", "noise", "hint", "finished"]
+               "stall", "restart", "lesson", "tune_step", "tuned", "noise", "held_out", "hint", "finished"]
 AnyRecord = Annotated[Union[KINDS], Field(discriminator="kind")]  # noqa: UP007  (a tuple of classes)
 _READ = TypeAdapter(AnyRecord)
 _BY_KIND = {model.model_fields["kind"].annotation.__args__[0]: model for model in KINDS}

@@ -1,6 +1,7 @@
 """``check`` inside the judge: every test (plus secret-seeded copies) through the candidate, judged here."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import torch
@@ -36,6 +37,8 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
     the problem itself is broken (the result then says why)."""
     request, device = judging.request, judging.device.torch
     problem = load_problem(request.problem)
+    if request.tests:  # held-out shapes in place of the listed tests
+        problem = dataclasses.replace(problem, tests=[dict(case) for case in request.tests])
     result = CheckResult(passed=False, verdict="", problem=problem.name, candidate=request.candidate,
                          device=device, findings=list(problem.warnings))
     contract = numerics.apply(problem.spec.precision or "strict", device)
