@@ -80,3 +80,29 @@ def _chat(move: Move, n: int, request: dict) -> dict:
     return {"id": f"chatcmpl_{n}", "object": "chat.completion", "created": 0, "model": request["model"],
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if move.call else "stop"}],
             "usage": usage}
+
+
+def sent_last(request: dict) -> str:
+    """What an Anthropic Messages request's newest user message says: its tool results and text, joined."""
+    content = request["messages"][-1]["content"]
+    parts = [block.get("content") if block["type"] == "tool_result" else block.get("text") for block in content] \
+        if isinstance(content, list) else [content]
+    return "\n".join(part for part in parts if isinstance(part, str))
+
+
+class Reacting(Scripted):
+    """An Anthropic model that can only act on what it is sent: ``policy(last, request)`` picks each move
+    from the newest user message's text (``last``) and the whole request."""
+
+    def __init__(self, policy):
+        super().__init__([])
+        self.policy = policy
+        self.on_turn = None  # called with the turn's number before the policy answers (a person acting meanwhile)
+
+    def handle(self, seen: Seen) -> Reply:
+        if seen.method != "POST" or not seen.path.split("?")[0].endswith("/v1/messages"):
+            return Reply(404, {"error": {"type": "not_found", "message": seen.path}})
+        self.turn += 1
+        if self.on_turn:
+            self.on_turn(self.turn)
+        return Reply(body=_anthropic(self.policy(sent_last(seen.body), seen.body), self.turn, seen.body))

@@ -31,7 +31,8 @@ from kernel_mcp.files import load_prompt
 from kernel_mcp.tools.snapshot import status
 
 MAX_TURNS = 12  # per session, before the loop takes stock
-IDLE_EPISODES = 2  # sessions in a row that end without proposing anything: the agent has nothing more
+IDLE_EPISODES = 2  # sessions in a row that end without proposing anything new (nothing, edits that do not
+# apply, repeats of evaluated kernels): the agent has nothing more
 CLIMB_AFTER = 3  # proposals a rung is given to work before the ladder climbs past it
 
 
@@ -141,7 +142,7 @@ class Conversation:
                     continue
                 text, error = self.opt.propose(self.island, str(call.arguments.get("edit", "")),
                                                str(call.arguments.get("idea", "")))
-                proposed = True
+                proposed = proposed or not error  # an edit that did not apply, or a repeat, proposes nothing new
                 results.append(ToolResult(call_id=call.id, content=text, is_error=error))
             spent = self.opt.out_of_budget()
             if spent:
@@ -210,8 +211,8 @@ class CliConversation(Conversation):
             return f"This session is over ({self.ending}): answer in one line and call no more tools."
         self.proposing += 1
         try:
-            text, _ = self.opt.propose(self.island, edit, idea)
-            self.proposed = True
+            text, error = self.opt.propose(self.island, edit, idea)
+            self.proposed = self.proposed or not error
             spent = self.opt.out_of_budget()
             action = Step("stop", spent) if spent else self._climb()
         finally:

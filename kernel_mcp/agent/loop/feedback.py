@@ -13,43 +13,65 @@ tells the model the same thing without evaluating again. Pure functions over the
 """
 from __future__ import annotations
 
-from kernel_mcp.results import CaseResult, CompileResult, EvaluateResult, Finding, Mismatch, RooflineResult
-from kernel_mcp.views.summaries import ShapeSummary, clip, summarize_evaluate
+from pathlib import Path
+
+from kernel_mcp.results import (CaseResult, CheckResult, CompileResult, EvaluateResult, Finding, Mismatch,
+                                ProfileResult, RooflineResult)
+from kernel_mcp.views.summaries import ShapeSummary, clip, summarize_profile, summarize_roofline
 
 FEEDBACK_CHARS = 4000  # ~1,000 tokens: a turn's answer, not a report
 FAILED_CASES = 3  # failing cases shown in full; the rest are counted
 MISMATCHES = 4  # first mismatching elements shown per case
 MESSAGE_CHARS = 500
+BUILDS_SHOWN = 2  # targets whose registers and occupancy are listed
 
 
 def feedback_of(result: EvaluateResult) -> str:
     """The evaluation as a model should read it (at most FEEDBACK_CHARS)."""
-    summary = summarize_evaluate(result)
     lines = [f"verdict: {result.verdict}"]
     if result.compile is not None:
-        lines += _builds(result.compile)
-    check = result.roofline.profile.check if result.roofline else None
-    if check is not None and not check.passed:
-        if check.cause and check.cause not in {c.failure for c in check.cases}:  # a measured cause, not the kind
-            lines.append(f"cause: {check.cause}")
-        lines += _failed_cases(check.cases)
-    if summary.passed:
-        overall = _ratio(summary.speedup, summary.speedup_ci)
-        lines.append(f"speedup over the reference (geometric mean over shapes): {overall}")
-        lines += [_shape_line(s) for s in summary.shapes]
+        lines += compile_lines(result.compile)
     if result.roofline is not None:
-        lines += _ceilings(result.roofline)
-    lines += [_finding(f) for f in summary.findings if f.severity != "info" or f.code in ("precision", "occupancy")]
+        lines += check_lines(result.roofline.profile.check) + run_lines(result.roofline.profile, result.roofline)
     return clip("\n".join(line for line in lines if line), FEEDBACK_CHARS)
 
 
-def _builds(built: CompileResult) -> list[str]:
+def check_lines(check: CheckResult | None) -> list[str]:
+    """A failed check: its measured cause and the failing cases with their first mismatches."""
+    if check is None or check.passed:
+        return []
     lines = []
+    if check.cause and check.cause not in {c.failure for c in check.cases}:  # a measured cause, not the kind
+        lines.append(f"cause: {check.cause}")
+    return lines + _failed_cases(check.cases)
+
+
+def run_lines(prof: ProfileResult, roof: RooflineResult | None = None) -> list[str]:
+    """A timed run: the speedup over the reference, each shape against the reference (and the baseline it
+    was timed beside, if any), the roof; the findings."""
+    summary = summarize_roofline(roof) if roof is not None else summarize_profile(prof)
+    lines = []
+    if summary.passed:
+        overall = _ratio(summary.speedup, summary.speedup_ci)
+        lines.append(f"speedup over the reference (geometric mean over shapes): {overall}")
+        beside = {str(s.params): s.speedup_vs_baseline for s in prof.shapes}
+        lines += [_shape_line(s, beside.get(str(s.params))) for s in summary.shapes]
+    if roof is not None:
+        lines += _ceilings(roof)
+    return lines + [_finding(f) for f in summary.findings if f.severity != "info" or f.code in ("precision",
+                                                                                                "occupancy")]
+
+
+def compile_lines(built: CompileResult) -> list[str]:
+    """Each distinct build error once, with the targets it failed for; the resources of the first
+    BUILDS_SHOWN targets that built (a machine with no GPU compiles for six)."""
+    errors: dict[str, list[str]] = {}
     for b in built.builds:
         if not b.ok:
-            where = f"{b.file}:{b.line}: " if b.file else ""
-            lines.append(f"build failed, kernel {b.kernel} ({b.target}): {where}{clip(b.error, MESSAGE_CHARS)}")
-            continue
+            where = f"{Path(b.file).name}:{b.line}: " if b.file else ""
+            errors.setdefault(f"kernel {b.kernel}: {where}{clip(b.error, MESSAGE_CHARS)}", []).append(b.target)
+    lines = [f"build failed ({', '.join(targets)}), {error}" for error, targets in errors.items()]
+    for b in [b for b in built.builds if b.ok][:BUILDS_SHOWN]:
         use = [f"{b.registers} registers/thread" if b.registers is not None else "",
                f"{b.spill_bytes} bytes spilled" if b.spill_bytes else "",
                f"{b.shared_bytes} B shared" if b.shared_bytes else "",
@@ -57,8 +79,7 @@ def _builds(built: CompileResult) -> list[str]:
         use = [u for u in use if u]
         if use:
             lines.append(f"kernel {b.kernel} ({b.target}): {', '.join(use)}")
-    lines += [_finding(f) for f in built.findings]
-    return lines
+    return lines + [_finding(f) for f in built.findings]
 
 
 def _failed_cases(cases: list[CaseResult]) -> list[str]:
@@ -79,12 +100,13 @@ def _mismatch(m: Mismatch) -> str:
     return f"index {m.index}: got {m.got:.6g}, expected {m.expected:.6g} (bound {m.bound:.3g})"
 
 
-def _shape_line(s: ShapeSummary) -> str:
+def _shape_line(s: ShapeSummary, over_baseline: float | None = None) -> str:
     times = (f"{s.candidate_us:.4g} us vs the reference's {s.reference_us:.4g} us"
              if s.candidate_us is not None and s.reference_us is not None else "not timed")
     roof = f", {s.percent_of_roof:.0f}% of the roof ({s.bound}-bound)" if s.percent_of_roof is not None else ""
     dtype = f" {s.dtype}" if s.dtype else ""
-    return f"shape {s.params}{dtype}: {times}, speedup {_ratio(s.speedup, s.speedup_ci)}{roof}"
+    beside = f", {over_baseline:.3g}x the current best's speed" if over_baseline else ""
+    return f"shape {s.params}{dtype}: {times}, speedup {_ratio(s.speedup, s.speedup_ci)}{beside}{roof}"
 
 
 def _ceilings(roof: RooflineResult) -> list[str]:

@@ -6,9 +6,9 @@ pass each check and be faster. So a promotion first checks the candidate on shap
 promotion: the timed shapes (the benchmarks, or the tests on a quick run) with their sizes scaled down by a
 random factor and made odd (ragged: no power of two divides them).
 
-Which parameters are sizes: those that vary between the listed shapes (as the judge's own unlisted shape,
-worker/judge/shapes.py); when none vary (one listed shape), every integer of at least MIN_SIZE (a dtype's
-item size or a flag is smaller). A drawn shape may be one the problem cannot serve, or one the incumbent
+Which parameters are sizes: the integers of at least MIN_SIZE in every listed shape (an item size, a flag
+or a small count of heads is smaller, and moving it to an odd value would ask for a shape the problem
+cannot serve). A drawn shape may be one the problem cannot serve, or one the incumbent
 itself fails (a problem whose kernels may assume multiples of 128): the candidate is refused only when the
 incumbent passes the same shapes, so an honest kernel is never held to more than the kernel it replaces.
 """
@@ -22,7 +22,7 @@ from kernel_mcp.problem import Problem
 from kernel_mcp.tools.check import check
 
 SHAPES = 2  # held-out shapes per promotion
-MIN_SIZE = 16  # an integer this large is a size when nothing varies between the listed shapes
+MIN_SIZE = 16  # an integer parameter this large in every listed shape is a size
 SCALE = (0.55, 0.9)  # sizes scaled down: cheaper than the benchmarks, never one of them
 
 
@@ -57,9 +57,8 @@ def held_out_failure(problem: Problem, candidate: Path, incumbent: Path, device:
 
 
 def _sizes(listed: list[dict[str, Any]]) -> list[str]:
-    ints = [k for k in listed[0] if k != "seed" and all(type(case.get(k)) is int for case in listed)]
-    varying = [k for k in ints if len({case[k] for case in listed}) > 1]
-    return varying or [k for k in ints if listed[0][k] >= MIN_SIZE]
+    return [k for k in listed[0] if k != "seed"
+            and all(type(case.get(k)) is int and case[k] >= MIN_SIZE for case in listed)]
 
 
 def _ragged(value: int) -> int:
