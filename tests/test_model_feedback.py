@@ -4,6 +4,7 @@ reading what it is sent, and each test runs it again with that information withh
 information is what made the difference. Real evaluate, check, profile and git on the CPU, through a
 loopback Anthropic Messages API. The problem is vector_add on one 16,384-element shape, where BLOCK 128 ->
 1024 is ~7x under the interpreter: far above any loaded machine's margin."""
+import json
 import re
 import secrets
 
@@ -238,3 +239,68 @@ def test_steer_refuses_what_is_not_a_hint_to_a_run(tmp_path):
     with pytest.raises(UsageError, match="at most"):
         post_hint(tmp_path, "x" * 5000)
     assert post_hint(tmp_path, "try split-K").read_text() == "try split-K"
+
+
+def _prober(last, request):
+    """Profiles two block sizes without proposing either, then proposes the one the numbers say is faster;
+    with no numbers in the answers it does not guess."""
+    asked = sum(1 for m in request["messages"] if m["role"] == "assistant")
+    if asked < 2:
+        block = (256, 1024)[asked]
+        return Move(call=("profile", {"edit": _edit((FAST[0], f"BLOCK = {block}  # elements per program"))}))
+    measured = [float(x) for x in re.findall(r"([\d.]+)x the current best's speed", json.dumps(request["messages"]))]
+    if asked == 2 and len(measured) == 2:
+        block = (256, 1024)[measured.index(max(measured))]
+        return _propose("the faster block size, as profiled", (FAST[0], f"BLOCK = {block}  # elements per program"))
+    return Move(text="Nothing more to try.")
+
+
+def test_a_model_picks_what_its_instruments_measured_and_each_call_is_charged(tmp_path, monkeypatch):
+    records, fake = _run(tmp_path, monkeypatch, _prober, evaluations=8)
+    probes = [r for r in records if r.kind == "probe_done"]
+    assert [(p.tool, p.charged) for p in probes] == [("profile", True), ("profile", True)]
+    assert "BLOCK = 1024" in _best_source(tmp_path, records)
+    assert [r.how for r in records if r.kind == "promotion"] == ["baseline", "proposal"]  # only propose promotes
+    tools = [t["name"] for t in fake.requests[0].body["tools"]]
+    assert tools[0] == "propose" and {"compile", "check", "profile", "roofline", "history", "diff"} <= set(tools)
+
+
+def test_without_the_numbers_the_same_model_does_not_guess(tmp_path, monkeypatch):
+    from kernel_mcp.agent.loop import instruments
+    monkeypatch.setattr(instruments, "run_lines", lambda *args, **kwargs: [])
+    records, _ = _run(tmp_path, monkeypatch, _prober, evaluations=8)
+    assert [r.how for r in records if r.kind == "promotion"] == ["baseline"]
+
+
+def test_an_instrument_call_answered_before_a_kill_is_never_run_again(tmp_path, monkeypatch):
+    """The run folder a kill -9 leaves after a profile call's answer was cached: the resumed run answers the
+    same question from the cache (journaled, not charged) and runs nothing; the evaluation budget counts
+    the one call that ran."""
+    from kernel_mcp.agent.loop import instruments
+    from kernel_mcp.agent.loop.instruments import probe
+    problem = vector_add_on_one_shape(tmp_path)
+    config = RunConfig(problem=str(problem), problem_hash="-", agent=AGENT)
+    edit = _edit((FAST[0], "BLOCK = 256  # elements per program"))
+    with RunFolder.create(tmp_path / "run", config) as folder:
+        opt = Optimizer(folder, problem, problem / "baseline.py", AGENT, Budget(evaluations=2), device="cpu",
+                        budget_s=2.0, shapes="tests", tune=False)
+        key, _ = opt.evaluate(opt.start_source, "baseline", "0")
+        opt.promote(key, "0", None, how="baseline")
+        first, error = probe(opt, "0", "profile", {"edit": edit})
+        assert not error and "the current best's speed" in first
+        assert opt.out_of_budget() == "budget: 2 evaluations"  # the baseline and the profile call
+
+    def no_second_run(*args, **kwargs):
+        raise AssertionError("an answered instrument call ran again")
+    monkeypatch.setattr(instruments, "profile", no_second_run)
+    with RunFolder.resume(tmp_path / "run") as folder:
+        opt = Optimizer(folder, problem, problem / "baseline.py", AGENT, Budget(evaluations=2), device="cpu",
+                        budget_s=2.0, shapes="tests", tune=False)
+        again, error = probe(opt, "0", "profile", {"edit": edit})
+        assert again == first and not error and folder.state.probes == 1
+        text, error = probe(opt, "0", "diff", {"a": key[:8]})
+        assert not error and "the two kernels are the same" in text
+        text, error = probe(opt, "0", "check", {"edit": _edit(("no such line", "x"))})
+        assert error and "not applied" in text
+    done = [(r.tool, r.charged) for r in read(tmp_path / "run" / "journal.jsonl") if r.kind == "probe_done"]
+    assert done == [("profile", True), ("profile", False), ("diff", False)]

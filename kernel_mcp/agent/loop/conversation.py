@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kernel_mcp.agent.edits import PROPOSE
+from kernel_mcp.agent.loop.instruments import NAMES as INSTRUMENT_NAMES
+from kernel_mcp.agent.loop.instruments import TOOLS as INSTRUMENTS
+from kernel_mcp.agent.loop.instruments import probe
 from kernel_mcp.agent.loop.ledger import Ledger
 from kernel_mcp.agent.loop.migrate import adopt_best
 from kernel_mcp.agent.loop.run_endpoint import RunEndpoint
@@ -30,7 +33,7 @@ from kernel_mcp.agent.run.steer import take_hints
 from kernel_mcp.files import load_prompt
 from kernel_mcp.tools.snapshot import status
 
-MAX_TURNS = 12  # per session, before the loop takes stock
+MAX_TURNS = 24  # per session, before the loop takes stock (instrument calls take turns too)
 IDLE_EPISODES = 2  # sessions in a row that end without proposing anything new (nothing, edits that do not
 # apply, repeats of evaluated kernels): the agent has nothing more
 CLIMB_AFTER = 3  # proposals a rung is given to work before the ladder climbs past it
@@ -84,7 +87,7 @@ class Conversation:
             opening = self._opening(outcome.level, why)
 
     def _session(self, propose):
-        return self.opt.open_session(self.opt.agent, self.opt.system_prompt(), [propose])
+        return self.opt.open_session(self.opt.agent, self.opt.system_prompt(), [propose, *INSTRUMENTS])
 
     def _restart(self, level: int, why: str) -> None:
         self.opt.folder.record("restart", island=self.island, level=level, why=why)
@@ -134,25 +137,30 @@ class Conversation:
         for _ in range(MAX_TURNS):
             if not turn.tool_calls:
                 return Step("ended"), proposed
-            results = []
+            results, proposing = [], False
             for call in turn.tool_calls:
-                if call.name != "propose":
-                    results.append(ToolResult(call_id=call.id, content=f"no tool {call.name!r}: use propose",
-                                              is_error=True))
-                    continue
-                text, error = self.opt.propose(self.island, str(call.arguments.get("edit", "")),
-                                               str(call.arguments.get("idea", "")))
-                proposed = proposed or not error  # an edit that did not apply, or a repeat, proposes nothing new
+                text, error = self._answer(call.name, call.arguments)
+                if call.name == "propose":
+                    proposing = True
+                    proposed = proposed or not error  # an edit that did not apply, or a repeat, proposes nothing new
                 results.append(ToolResult(call_id=call.id, content=text, is_error=error))
             spent = self.opt.out_of_budget()
             if spent:
                 return Step("stop", spent), proposed
-            action = self._climb()
+            action = self._climb() if proposing else Step("continue")  # the ladder moves on proposals only
             if action.ends_session:
                 return action, proposed
             text = (action.why if action.kind == "nudge" else "") + self._news()
             turn = self._send(session, text.strip() or None, results)
         return Step("ended"), proposed
+
+    def _answer(self, name: str, arguments: dict) -> tuple[str, bool]:
+        """One tool call: a proposal (the loop's decision), an instrument (information only), or neither."""
+        if name == "propose":
+            return self.opt.propose(self.island, str(arguments.get("edit", "")), str(arguments.get("idea", "")))
+        if name in INSTRUMENT_NAMES:
+            return probe(self.opt, self.island, name, arguments)
+        return f"no tool {name!r}: use propose, or an instrument ({', '.join(sorted(INSTRUMENT_NAMES))})", True
 
     def _climb(self) -> Step:
         """The ladder after a proposal: keep going, a nudge (L1), a soft (L2) or hard (L3) restart, or stop."""

@@ -207,8 +207,8 @@ class Optimizer:
 
     def out_of_budget(self) -> str:
         b, s = self.budget, self.state
-        if b.evaluations is not None and len(s.evaluated) >= b.evaluations:
-            return f"budget: {len(s.evaluated)} evaluations"
+        if b.evaluations is not None and len(s.evaluated) + s.probes >= b.evaluations:  # instrument runs count
+            return f"budget: {len(s.evaluated) + s.probes} evaluations"
         if b.seconds is not None and self.elapsed_s() >= b.seconds:
             return f"budget: {b.seconds:.0f} s"
         if b.usd is not None and s.spend_usd >= b.usd:

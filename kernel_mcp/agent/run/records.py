@@ -184,6 +184,18 @@ class HeldOut(Record):
     refused: str = ""  # why it was not promoted ("" when it passed, or the incumbent failed them too)
 
 
+class Probe(Record):
+    kind: Literal["probe"]  # a model called an instrument (agent/loop/instruments.py): written before it runs
+    island: str = "0"
+    tool: str
+    key: str  # the evaluation cache's key for its answer ("probe-" + key)
+
+
+class ProbeDone(Probe):
+    kind: Literal["probe_done"]  # its answer was given (from the cache when charged is False)
+    charged: bool = False  # it ran on the device: counted against the evaluation budget
+
+
 class Hint(Record):
     kind: Literal["hint"]  # a person's hint to the search (agent/run/steer.py), heard by every island
     id: str  # its inbox file's name: a hint is journaled once whatever kills happen
@@ -196,9 +208,10 @@ class Finished(Record):
 
 
 KINDS = (RunStarted, Resumed, EpochStarted, EpisodeStarted, Turn, Intent, Done, Promotion, Stall, Restart,
-         LessonRecord, TuneStep, Tuned, Noise, HeldOut, Hint, Finished)
+         LessonRecord, TuneStep, Tuned, Noise, HeldOut, Probe, ProbeDone, Hint, Finished)
 Kind = Literal["run_started", "resumed", "epoch_started", "episode_started", "turn", "intent", "done", "promotion",
-               "stall", "restart", "lesson", "tune_step", "tuned", "noise", "held_out", "hint", "finished"]
+               "stall", "restart", "lesson", "tune_step", "tuned", "noise", "held_out", "probe", "probe_done", "hint",
+               "finished"]
 AnyRecord = Annotated[Union[KINDS], Field(discriminator="kind")]  # noqa: UP007  (a tuple of classes)
 _READ = TypeAdapter(AnyRecord)
 _BY_KIND = {model.model_fields["kind"].annotation.__args__[0]: model for model in KINDS}

@@ -47,6 +47,7 @@ class RunState(BaseModel):
     active_s: float = 0.0  # seconds of records written while a process drove the run, summed over processes
     last_at: float | None = None  # the last record's wall clock
     finished: str | None = None  # why the run ended, once it has
+    probes: int = 0  # instrument calls that ran on the device (agent/loop/instruments.py): charged as evaluations
     hints: list[Hint] = Field(default_factory=list)  # a person's hints, in the order journaled
     delta: float | None = None  # the significance margin from the run's A/A timing (None: not measured yet)
 
@@ -112,6 +113,8 @@ def apply(state: RunState, record: Record) -> None:
         state.judged.append(fields["candidate_hash"])
     elif kind == "resumed":
         state.resumptions += 1
+    elif kind == "probe_done" and record.charged:
+        state.probes += 1
     elif kind == "hint":
         state.hints.append(record)
     elif kind == "finished":
