@@ -161,3 +161,12 @@ def test_a_hanging_candidate_fails_within_the_timeout_asked_for(tmp_path):
     done = run("check", "problems/vector_add", str(tmp_path / "hang.py"), "--device", "cpu", "--timeout", "3")
     assert done.returncode == 1 and "no answer within 3 s" in done.stdout, done.stdout[-2000:]
     assert time.monotonic() - began < 90
+
+
+def test_steer_leaves_a_hint_and_refuses_a_folder_that_is_not_a_run(tmp_path):
+    (tmp_path / "run.json").write_text("{}")
+    done = run("steer", str(tmp_path), "stop trying larger tiles")
+    assert done.returncode == 0, done.stderr
+    assert [p.read_text() for p in (tmp_path / "hints").glob("*.txt")] == ["stop trying larger tiles"]
+    refused = run("steer", str(tmp_path / "nowhere"), "a hint")
+    assert refused.returncode == 2 and "not a run folder" in refused.stderr

@@ -88,3 +88,21 @@ def test_prices_by_family_and_unknown_models(tmp_path, monkeypatch):
 def test_an_unknown_agent_is_refused_with_the_forms_that_work():
     with pytest.raises(ValueError, match="openai-compatible:URL#MODEL"):
         open_session("gemini:pro", "", TOOLS)
+
+
+def test_anthropic_marks_the_tools_the_system_and_the_newest_message_for_its_prompt_cache(monkeypatch):
+    with Scripted(list(MOVES)) as fake:
+        _two_turns("anthropic:claude-opus-4-5-20251101", monkeypatch, fake)
+    for request in fake.requests:
+        body = request.body
+        assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert body["system"] == [{"type": "text", "text": "You write kernels.", "cache_control": {"type": "ephemeral"}}]
+        marked = [i for i, m in enumerate(body["messages"]) for b in m["content"] if "cache_control" in b]
+        assert marked == [len(body["messages"]) - 1]  # one moving breakpoint: the API allows four in all
+
+
+def test_openai_responses_names_one_prompt_cache_key_per_system_prompt(monkeypatch):
+    with Scripted(list(MOVES)) as fake:
+        _two_turns("openai:gpt-test", monkeypatch, fake)
+    keys = {request.body.get("prompt_cache_key") for request in fake.requests}
+    assert len(keys) == 1 and None not in keys

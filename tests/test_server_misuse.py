@@ -36,6 +36,9 @@ MISUSES = [
     ("restore", {"snapshot_id": "a"}, "snapshot id"),
     ("status", {"problem": HUGE_PATH}, "problem"),
     ("job_wait", {"job_id": LONG_ID}, "job"),
+    ("steer", {"run": "vector_add", "text": "try split-K"}, "not a run folder"),
+    ("steer", {"run": HUGE_PATH, "text": "try split-K"}, "too long"),
+    ("steer", {"run": "../outside", "text": "try split-K"}, "workspace"),
 ]
 
 
@@ -80,3 +83,12 @@ def test_a_long_note_is_kept_whole(workspace, monkeypatch, tmp_path):
     made = call(workspace, "snapshot", {"problem": "vector_add", "candidate": "add.py", "note": note})
     assert not made.is_error, made.content[0].text[:500]
     assert made.structured_content["note"] == note
+
+
+def test_steer_leaves_a_hint_for_a_run_in_the_workspace(workspace):
+    run = workspace / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text("{}")
+    result = call(workspace, "steer", {"run": "runs/r1", "text": "stop trying larger tiles"})
+    assert not result.is_error, result.content
+    assert [p.read_text() for p in (run / "hints").glob("*.txt")] == ["stop trying larger tiles"]
