@@ -4,10 +4,10 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from kernel_mcp import expr, stats
-from kernel_mcp.hardware.devices import fastest_peak
+from kernel_mcp.hardware.devices import Ceilings, fastest_peak
 from kernel_mcp.results import CheckResult, Finding, ProfileResult, ProfileSettings, ShapeProfile, Timing
 from kernel_mcp.worker import tensors
 from kernel_mcp.worker.judge.context import Reporter
@@ -45,7 +45,7 @@ class Profiler(Protocol):
     reporter: Reporter
     result: ProfileResult
     device: Device
-    ceilings: Any
+    ceilings: Ceilings | None  # the datasheet's, None on the CPU
     input_dtype: str
     solo_reference: dict
 
@@ -82,7 +82,7 @@ def shape_work(rt: ReferenceRuntime, params: dict) -> tuple[float | None, float 
     return flops, nbytes, True
 
 
-def physical_floor_ms(ceilings: Any, flops: float | None, nbytes: float | None) -> float | None:
+def physical_floor_ms(ceilings: Ceilings | None, flops: float | None, nbytes: float | None) -> float | None:
     """The least time any kernel needs: datasheet bandwidth and the fastest unit's peak (never a measured
     figure, so honest code can never fall below it)."""
     if ceilings is None or flops is None or nbytes is None:
