@@ -304,3 +304,20 @@ def test_an_instrument_call_answered_before_a_kill_is_never_run_again(tmp_path, 
         assert error and "not applied" in text
     done = [(r.tool, r.charged) for r in read(tmp_path / "run" / "journal.jsonl") if r.kind == "probe_done"]
     assert done == [("profile", True), ("profile", False), ("diff", False)]
+
+
+
+def test_a_cli_agents_instrument_runs_are_journaled_and_charged(tmp_path):
+    """A CLI agent's check through the run's MCP endpoint runs on a ChargedRunner: journaled as a probe and
+    counted against the evaluation budget, like an API model's."""
+    from kernel_mcp.agent.loop.instruments import ChargedRunner
+    from kernel_mcp.tools.check import check
+    problem = vector_add_on_one_shape(tmp_path)
+    config = RunConfig(problem=str(problem), problem_hash="-", agent="claude-code")
+    with RunFolder.create(tmp_path / "run", config) as folder:
+        opt = Optimizer(folder, problem, problem / "baseline.py", "claude-code", Budget(evaluations=1), device="cpu",
+                        budget_s=2.0, shapes="tests", tune=False)
+        assert check(problem, problem / "baseline.py", device="cpu", runner=ChargedRunner(opt, "0")).passed
+        assert [(r.kind, r.tool) for r in folder.log.records if r.kind.startswith("probe")] == [
+            ("probe", "check"), ("probe_done", "check")]
+        assert opt.out_of_budget() == "budget: 1 evaluations"

@@ -22,7 +22,7 @@ from typing import Literal
 from kernel_mcp.agent.edits import PROPOSE
 from kernel_mcp.agent.loop.instruments import NAMES as INSTRUMENT_NAMES
 from kernel_mcp.agent.loop.instruments import TOOLS as INSTRUMENTS
-from kernel_mcp.agent.loop.instruments import probe
+from kernel_mcp.agent.loop.instruments import ChargedRunner, probe
 from kernel_mcp.agent.loop.ledger import Ledger
 from kernel_mcp.agent.loop.migrate import adopt_best
 from kernel_mcp.agent.loop.run_endpoint import RunEndpoint
@@ -201,7 +201,7 @@ class CliConversation(Conversation):
         workspace = self.opt.workspace(self.island)
         problem = prepare_workspace(workspace, self.opt.problem.path, self.opt.incumbent_source(self.island))
         prompt = opening + "\n\n" + load_prompt("cli").format(kernel="kernel.py", problem=problem)
-        with RunEndpoint(workspace, self.opt.runner, self._on_propose) as endpoint:
+        with RunEndpoint(workspace, ChargedRunner(self.opt, self.island), self._on_propose) as endpoint:
             events, killed = agent.run_episode(prompt, self.opt.system_prompt(), endpoint, workspace,
                                                self.stream.with_suffix(".stream.jsonl"),
                                                ended=lambda: self.ending is not None, busy=lambda: self.proposing > 0)

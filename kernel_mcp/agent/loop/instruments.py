@@ -10,6 +10,10 @@ the run folder by content (the instrument and the candidate's bytes): after a ki
 ``--resume`` a question asked again is answered from the cache, never run again. A call that runs on the
 device (check, profile, roofline, counters) counts against the run's evaluation budget as an evaluation
 does; its seconds count against the time budget as everything does.
+
+A CLI agent calls the same instruments through the run's MCP endpoint (run_endpoint.py), whose runner is a
+``ChargedRunner``: each check or timing run it asks for is journaled and charged the same way (its answers
+are the MCP server's, not cached by the loop).
 """
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ from kernel_mcp.tools.compile import compile as compile_candidate
 from kernel_mcp.tools.profile import profile
 from kernel_mcp.tools.roofline import roofline
 from kernel_mcp.views.summaries import clip
+from kernel_mcp.worker import default_runner
+from kernel_mcp.worker.protocol import JudgeRequest
 
 DEVICE_TOOLS = ("check", "profile", "roofline", "counters")  # each call counts as an evaluation
 HISTORY_ROWS = 15
@@ -173,3 +179,24 @@ def _digest(name: str, arguments: dict[str, Any]) -> str:
 
 
 _READERS = {"history": _history, "diff": _diff}
+
+
+class ChargedRunner:
+    """A runner for a CLI agent's instruments: every judge run (check, profile, roofline) journaled as a
+    probe and charged as an evaluation; everything else as the run's own runner does it."""
+
+    def __init__(self, opt: Ledger, island: str):
+        self.opt, self.island = opt, island
+        self.inner = opt.runner or default_runner()
+
+    def judge(self, request: JudgeRequest, device: str = "auto", on_progress=None, problem=None):
+        candidate = Path(request.candidate)
+        key = _digest(request.mode, {"source": candidate.read_text(errors="replace") if candidate.is_file() else "",
+                                     "settings": request.settings.model_dump()})
+        self.opt.folder.record("probe", island=self.island, tool=request.mode, key=key)
+        result = self.inner.judge(request, device, on_progress, problem)
+        self.opt.folder.record("probe_done", island=self.island, tool=request.mode, key=key, charged=True)
+        return result
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
