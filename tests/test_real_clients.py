@@ -32,7 +32,7 @@ INSPECTOR = ("@modelcontextprotocol/inspector", "mcp-inspector")
 CLAUDE = ("@anthropic-ai/claude-code", "claude")
 CODEX = ("@openai/codex", "codex")
 TOOLS = {"check", "compile", "profile", "roofline", "evaluate", "snapshot", "history", "diff", "restore", "status",
-         "evaluate_start", "profile_start", "roofline_start", "job_wait"}
+         "steer", "evaluate_start", "profile_start", "roofline_start", "job_wait"}
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
 EVALUATE = {"problem": "vector_add", "candidate": "add.py", "device": "cpu", "budget_s": 3}
 PROMPT = "Evaluate add.py on the vector_add problem with the kernel-mcp evaluate tool."

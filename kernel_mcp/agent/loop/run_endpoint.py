@@ -16,8 +16,9 @@ from kernel_mcp.agent.edits import PROPOSE
 from kernel_mcp.server import BearerAuth, build_server
 from kernel_mcp.server.common import run_blocking
 
-# Tools that would try code or change files outside the loop's decisions and budget: the agent proposes
-WITHHELD = ("evaluate", "evaluate_start", "snapshot", "restore")
+# Tools that would try code or change files outside the loop's decisions and budget (the agent proposes),
+# and steer (a person's hint, never the agent's own)
+WITHHELD = ("evaluate", "evaluate_start", "snapshot", "restore", "steer")
 START_TIMEOUT_S = 30.0
 
 
