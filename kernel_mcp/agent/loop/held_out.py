@@ -11,6 +11,11 @@ or a small count of heads is smaller, and moving it to an odd value would ask fo
 cannot serve). A drawn shape may be one the problem cannot serve, or one the incumbent
 itself fails (a problem whose kernels may assume multiples of 128): the candidate is refused only when the
 incumbent passes the same shapes, so an honest kernel is never held to more than the kernel it replaces.
+
+What slips past: a kernel right on the listed sizes, on odd sizes and on multiples of the listed sizes'
+common divisor (the judge's unlisted shape), and wrong elsewhere (say, sizes of 2 mod 4). Two random odd
+sizes per promotion cannot cover every residue; they catch the usual way of fitting the listed shapes (no
+tail, a size baked in).
 """
 from __future__ import annotations
 
