@@ -26,6 +26,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:Depre
 AGENT = "anthropic:claude-opus-4-5"
 STORE = "    tl.store(out_ptr + offs, a + b, mask=mask)"
 FAST = ("BLOCK = 128  # elements per program", "BLOCK = 1024  # elements per program")
+TIMING_S = 1.0  # per timing run: a 7x step needs few samples, and each loop here runs about ten of them
 LAUNCH = "    _add_kernel[(triton.cdiv(n, BLOCK),)](a, b, out, n, BLOCK=BLOCK)"
 
 
@@ -51,7 +52,7 @@ def _run(tmp_path, monkeypatch, policy, evaluations=6, during=None, start=None):
             if during:
                 fake.on_turn = during
             Optimizer(folder, problem, problem / "baseline.py", AGENT, Budget(evaluations=evaluations), device="cpu",
-                      budget_s=3.0, shapes="tests", tune=False).run()
+                      budget_s=TIMING_S, shapes="tests", tune=False).run()
     return read(tmp_path / "run" / "journal.jsonl"), fake
 
 
@@ -263,6 +264,10 @@ def test_a_model_picks_what_its_instruments_measured_and_each_call_is_charged(tm
     assert [r.how for r in records if r.kind == "promotion"] == ["baseline", "proposal"]  # only propose promotes
     tools = [t["name"] for t in fake.requests[0].body["tools"]]
     assert tools[0] == "propose" and {"compile", "check", "profile", "roofline", "history", "diff"} <= set(tools)
+    from kernel_mcp.agent.report.summary import summarize
+    summary = summarize(tmp_path / "run")
+    assert (summary.instrument_calls, summary.instrument_runs, summary.evaluations) == (2, 2, 2)
+    assert "| 2 (2) |" in report(tmp_path / "run").read_text()  # the cost table counts them
 
 
 def test_without_the_numbers_the_same_model_does_not_guess(tmp_path, monkeypatch):

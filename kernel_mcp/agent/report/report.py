@@ -45,13 +45,16 @@ def sections(run: Path, summary: RunSummary, records: list[Record], plots: list[
                              f"{summary.promotions} confirmed improvement(s)."))
     if summary.why_no_gain:
         outcome.append(("p", f"No confirmed improvement: {summary.why_no_gain}."))
-    cost = [("table", ["model turns", "tokens (input / output / cache read / cache write / reasoning)", "spend",
+    tokens = " / ".join(str(summary.tokens.get(k, 0)) for k in ("input", "output", "cache_read", "cache_write",
+                                                               "reasoning"))
+    spend = f"${summary.spend_usd:.4f}" + (f" + {summary.unpriced_turns} unpriced turns" if summary.unpriced_turns
+                                           else "")
+    per_gain = f"${summary.usd_per_improvement:.4f}" if summary.usd_per_improvement is not None else "-"
+    cost = [("table", ["model turns", "instrument calls (device runs)",
+                       "tokens (input / output / cache read / cache write / reasoning)", "spend",
                        "per confirmed improvement"],
-             [[str(summary.turns), " / ".join(str(summary.tokens.get(k, 0)) for k in
-                                               ("input", "output", "cache_read", "cache_write", "reasoning")),
-               f"${summary.spend_usd:.4f}" + (f" + {summary.unpriced_turns} unpriced turns"
-                                              if summary.unpriced_turns else ""),
-               f"${summary.usd_per_improvement:.4f}" if summary.usd_per_improvement is not None else "-"]])]
+             [[str(summary.turns), f"{summary.instrument_calls} ({summary.instrument_runs})", tokens, spend,
+               per_gain]])]
     mix = [("table", ["verdict", "evaluations"], [[v, str(n)] for v, n in sorted(summary.verdicts.items())])]
     lessons = render_brief([r.lesson() for r in records if r.kind == "lesson"])
     return [("Outcome", outcome), ("Progress", [("img", p) for p in plots]), ("Timing decisions", search(summary)),

@@ -45,6 +45,8 @@ class RunSummary(BaseModel):
     unpriced_turns: int
     turns: int
     tokens: dict[str, int]
+    instrument_calls: int = 0  # a model's calls of compile, check, profile... (agent/loop/instruments.py)
+    instrument_runs: int = 0  # of them, those that ran on the device (charged as evaluations)
     elapsed_s: float
     usd_per_improvement: float | None
     noise_margin: float | None = None  # delta from the A/A run: a gain counted only above 1 + delta
@@ -86,7 +88,8 @@ def summarize(run: str | Path) -> RunSummary:
         restarts=len(state.restarts), baseline=baseline, best=best, gain_over_baseline=gain[0] if gain else None,
         gain_low=gain[1] if gain else None,
         spend_usd=round(state.spend_usd, 6), unpriced_turns=state.unpriced_turns, turns=state.turns,
-        tokens=state.tokens, elapsed_s=round(state.active_s, 1),
+        tokens=state.tokens, instrument_calls=sum(r.kind == "probe_done" for r in records),
+        instrument_runs=state.probes, elapsed_s=round(state.active_s, 1),
         usd_per_improvement=round(state.spend_usd / len(gains), 6) if gains and state.turns else None,
         noise_margin=state.delta, decisions=timed,
         why_no_gain=why_no_gain(timed, len(gains)))
