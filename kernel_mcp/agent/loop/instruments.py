@@ -85,7 +85,8 @@ def probe(opt: Ledger, island: str, name: str, arguments: dict[str, Any]) -> tup
             opt.folder.record("probe_done", island=island, tool=name, key=key, charged=False)
             return text, False
         source = _candidate(opt, island, str(arguments.get("edit") or ""))
-        key = _digest(name, {"source": source})
+        beside = opt.incumbent(island) if name in ("profile", "counters") else None  # timed beside the best
+        key = _digest(name, {"source": source, "beside": beside})
         return _journaled(opt, island, name, key, lambda: _run(opt, island, name, source)), False
     except UsageError as exc:
         return str(exc), True
