@@ -119,3 +119,9 @@ def test_a_resumed_runs_live_view_and_summary_show_one_elapsed_time(tmp_path):
     view.state = done
     view.console.print(view._render())
     assert "267 s" in view.console.export_text()
+    busy = derive(records[:3] + [parse_record(dict(seq=3, at=5001.0, kind="probe_done", tool="profile", key="k",
+                                                   charged=True)),
+                                 parse_record(dict(seq=4, at=5002.0, kind="hint", id="1-2", text="try split-K"))])
+    view.state = busy
+    view.console.print(view._render())
+    assert "0 evaluations (+1 instrument runs), 1 hints, 0 restarts" in view.console.export_text()

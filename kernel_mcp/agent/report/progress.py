@@ -61,6 +61,8 @@ class LiveView:
         if state:
             spend = f"${state.spend_usd:.2f}" + (f" (+{state.unpriced_turns} unpriced turns)"
                                                  if state.unpriced_turns else "")
-            totals = Text(f"{len(state.evaluated)} evaluations, {len(state.restarts)} restarts, {state.turns} model "
-                          f"turns, {spend}, {state.elapsed_s():.0f} s", style="dim")
+            extra = (f" (+{state.probes} instrument runs)" if state.probes else "") + (
+                f", {len(state.hints)} hints" if state.hints else "")
+            totals = Text(f"{len(state.evaluated)} evaluations{extra}, {len(state.restarts)} restarts, {state.turns} "
+                          f"model turns, {spend}, {state.elapsed_s():.0f} s", style="dim")
         return Group(table, totals, Text(self.now, style="cyan"))
