@@ -3,7 +3,13 @@ same evaluated set as an uninterrupted run, nothing evaluated twice, the baselin
 reset)
 
     python bench/resume_bench.py OUT_DIR [--kills 20] [--seed 0] [--problem problems/vector_add]
-                                 [--budget 20evals] [--timing 2] [--device cpu] [--timeout 900]
+                                 [--budget 20evals] [--timing 2] [--device cpu] [--timeout 900] [--model]
+
+``--model``: after the tune, a scripted model (a loopback Anthropic API served by this process, the same for
+every run) calls the instruments (history, then profile and check on an edit it has not proposed) and then
+proposes that edit, every session the same, until it has nothing new (two sessions of repeats). Kills then
+also land with instrument calls in flight, and one more invariant is checked: no instrument answer is run
+twice (a charged ``probe_done`` per key at most once, beyond one in flight at the kill).
 
 Everything goes through the real command line (``kernel-mcp optimize``, the default ``tune`` agent), one
 process at a time. First one uninterrupted run (OUT_DIR/reference/run): its wall time T and its evaluated
@@ -64,6 +70,24 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+MODEL = "anthropic:claude-opus-4-5"
+SAME = "<<<<<<< SEARCH\n    mask = offs < n\n=======\n    mask = n > offs\n>>>>>>> REPLACE\n"  # a new tree, the same kernel
+SCRIPT = [("history", {}), ("profile", {"edit": SAME}), ("check", {"edit": SAME}),
+          ("propose", {"edit": SAME, "idea": "the mask written the other way round"})]
+
+
+def scripted_model_server():
+    """A loopback Anthropic API whose model plays SCRIPT in every session (its move depends only on how many
+    turns the session has had, so a resumed run's fresh session asks the same questions)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from fakes.scripted_apis import Move, Reacting
+
+    def policy(last, request):
+        turn = sum(1 for m in request["messages"] if m["role"] == "assistant")
+        return Move(call=SCRIPT[turn]) if turn < len(SCRIPT) else Move(text="Nothing more to try.")
+    return Reacting(policy)
 
 
 def cli() -> list[str]:
@@ -233,6 +257,12 @@ def phase(pre: dict) -> str:
     records, state = pre["records"], pre["state"]
     if state.finished:
         return "after finished"
+    asked = {r["key"]: r["tool"] for r in records if r["kind"] == "probe"}
+    answered = {r["key"] for r in records if r["kind"] == "probe_done"}
+    if set(asked) - answered:
+        return f"model: {asked[next(iter(set(asked) - answered))]} call in flight"
+    if any(r["kind"] == "episode_started" for r in records):
+        return "model: " + ("an evaluation in flight" if state.pending else "between calls")
     if any(r["kind"] == "tuned" for r in records):
         return "after the tune"
     roles = {v.get("role") for v in state.pending.values()}
@@ -259,10 +289,14 @@ def check(final: dict, reference: dict, pre: dict | None, kill: dict | None, rep
            "evaluations": len(done), "tune_measurements": sum(k.startswith("tune-") for k in final["cache"]),
            "snapshots": final["snapshots"], "active_s": round(state.active_s, 2)}
     in_flight = bool(pre and pre["state"].pending)
+    charged = Counter(r["key"] for r in records if r["kind"] == "probe_done" and r["charged"])
+    asked = {r["key"] for r in pre["records"] if r["kind"] == "probe"} if pre else set()
+    answered = {r["key"] for r in pre["records"] if r["kind"] == "probe_done"} if pre else set()
+    row["instrument_runs"], row["instruments_rerun"] = sum(charged.values()), sum(n - 1 for n in charged.values())
     row["extra_snapshots"] = final["snapshots"] - len(done)
     ok = (row["finished"] and row["duplicates"] == 0 and row["baseline_evals"] == 1
           and row["baseline_promotions"] == 1 and row["tuned_records"] <= 1
-          and 0 <= row["extra_snapshots"] <= int(in_flight))
+          and 0 <= row["extra_snapshots"] <= int(in_flight) and row["instruments_rerun"] <= len(asked - answered))
     if pre is not None:
         n = len(pre["records"])
         after = records[n:]
@@ -310,7 +344,12 @@ def main() -> int:
     parser.add_argument("--timing", type=float, default=2.0, help="timing budget of one evaluation, seconds")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--timeout", type=float, default=900, help="seconds for one process before it fails")
+    parser.add_argument("--model", action="store_true", help="a scripted model with instrument calls after the tune")
     args = parser.parse_args()
+    if args.model:
+        model = scripted_model_server()
+        model.__enter__()  # lives as long as the bench: every run and resume talks to the same script
+        os.environ.update(ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="bench-not-a-key")
     out = args.out_dir.resolve()
     out.mkdir(parents=True, exist_ok=True)
     problem = out / "problem" / args.problem.name  # a copy: an edit to the repo's problem mid-bench changes nothing
@@ -320,7 +359,7 @@ def main() -> int:
 
     def command(run: Path) -> list[str]:
         return [*cli(), "optimize", str(problem), "--budget", args.budget, "--timing", str(args.timing),
-                "--device", args.device, "--run", str(run), "--json"]
+                "--device", args.device, "--run", str(run), "--json", *(["--agent", MODEL] if args.model else [])]
 
     def resume(run: Path) -> list[str]:
         return [*cli(), "optimize", "--resume", str(run), "--device", args.device, "--json"]
@@ -409,6 +448,8 @@ def main() -> int:
         "spend_monotone": sum(1 for r in rows if r.get("spend_monotone")),
         "journal_kept": sum(1 for r in rows if r.get("journal_kept")),
         "remeasured": sum(len(r.get("remeasured", [])) for r in rows),
+        "model": args.model, "instruments_rerun": sum(r.get("instruments_rerun", 0) for r in rows),
+        "reference_instrument_runs": ref_row.get("instrument_runs", 0),
         "evaluated_equal": sum(1 for r in rows if r.get("evaluated") == "equal"),
         "replay_consistent": sum(1 for r in rows if r.get("replay") == "consistent"),
         "diverged_noise": sum(1 for r in rows if r.get("evaluated") == "diverged (noise)"),
