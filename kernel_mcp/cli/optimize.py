@@ -101,12 +101,12 @@ def _interrupted(run: Path) -> None:
 
 
 def print_summary(summary, written: Path, out: Console) -> None:
-    from kernel_mcp.agent.report.progress import speedup_text
+    from kernel_mcp.views.summaries import ratio_text
     out.print(f"[bold]{Path(summary.problem).name}[/bold]: {summary.finished or 'stopped'}")
     for name, kernel in (("baseline", summary.baseline), ("best", summary.best)):
         if kernel:
             sol = f", {kernel.roofline_percent:.0f}% of speed-of-light" if kernel.roofline_percent else ""
-            out.print(f"  {name:<9}{speedup_text(kernel.speedup, kernel.speedup_ci)} over the reference{sol}")
+            out.print(f"  {name:<9}{ratio_text(kernel.speedup, kernel.speedup_ci)} over the reference{sol}")
             out.print(f"           {kernel.file}", soft_wrap=True, style="dim")
     print_decisions(summary, out)
     if summary.promotions:

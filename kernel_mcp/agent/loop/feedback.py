@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kernel_mcp.results import (CaseResult, CheckResult, CompileResult, EvaluateResult, Finding, Mismatch,
                                 ProfileResult, RooflineResult)
-from kernel_mcp.views.summaries import ShapeSummary, clip, summarize_profile, summarize_roofline
+from kernel_mcp.views.summaries import ShapeSummary, clip, ratio_text, summarize_profile, summarize_roofline
 
 FEEDBACK_CHARS = 4000  # ~1,000 tokens: a turn's answer, not a report
 FAILED_CASES = 3  # failing cases shown in full; the rest are counted
@@ -52,7 +52,7 @@ def run_lines(prof: ProfileResult, roof: RooflineResult | None = None) -> list[s
     summary = summarize_roofline(roof) if roof is not None else summarize_profile(prof)
     lines = []
     if summary.passed:
-        overall = _ratio(summary.speedup, summary.speedup_ci)
+        overall = ratio_text(summary.speedup, summary.speedup_ci, "not credited")
         lines.append(f"speedup over the reference (geometric mean over shapes): {overall}")
         beside = {str(s.params): s.speedup_vs_baseline for s in prof.shapes}
         lines += [_shape_line(s, beside.get(str(s.params))) for s in summary.shapes]
@@ -106,7 +106,8 @@ def _shape_line(s: ShapeSummary, over_baseline: float | None = None) -> str:
     roof = f", {s.percent_of_roof:.0f}% of the roof ({s.bound}-bound)" if s.percent_of_roof is not None else ""
     dtype = f" {s.dtype}" if s.dtype else ""
     beside = f", {over_baseline:.3g}x the current best's speed" if over_baseline else ""
-    return f"shape {s.params}{dtype}: {times}, speedup {_ratio(s.speedup, s.speedup_ci)}{beside}{roof}"
+    speedup = ratio_text(s.speedup, s.speedup_ci, "not credited")
+    return f"shape {s.params}{dtype}: {times}, speedup {speedup}{beside}{roof}"
 
 
 def _ceilings(roof: RooflineResult) -> list[str]:
@@ -119,10 +120,4 @@ def _ceilings(roof: RooflineResult) -> list[str]:
 
 def _finding(f: Finding) -> str:
     return f"{f.severity} {f.code}: {clip(f.message, MESSAGE_CHARS)}"
-
-
-def _ratio(value: float | None, ci: list[float] | None) -> str:
-    if value is None:
-        return "not credited"
-    return f"{value:.3g}x" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
 

@@ -79,25 +79,25 @@ def probe(opt: Ledger, island: str, name: str, arguments: dict[str, Any]) -> tup
     cached; UsageError-worthy input (an edit that does not apply, an unknown hash) is an error answer."""
     try:
         if name in _READERS:  # reads of the run itself: journaled, never cached (the run moves on)
-            key = _digest(name, arguments)
-            opt.folder.record("probe", island=island, tool=name, key=key)
-            text = _READERS[name](opt, island, arguments)
-            opt.folder.record("probe_done", island=island, tool=name, key=key, charged=False)
-            return text, False
+            return _journaled(opt, island, name, _digest(name, arguments),
+                              lambda: _READERS[name](opt, island, arguments), cache=False), False
         source = _candidate(opt, island, str(arguments.get("edit") or ""))
         beside = opt.incumbent(island) if name in ("profile", "counters") else None  # timed beside the best
         key = _digest(name, {"source": source, "beside": beside})
-        return _journaled(opt, island, name, key, lambda: _run(opt, island, name, source)), False
+        return _journaled(opt, island, name, key, lambda: clip(_run(opt, island, name, source), FEEDBACK_CHARS)), False
     except UsageError as exc:
         return str(exc), True
 
 
-def _journaled(opt: Ledger, island: str, name: str, key: str, answer: Callable[[], str]) -> str:
-    cached = opt.folder.cached(f"probe-{key}")
+def _journaled(opt: Ledger, island: str, name: str, key: str, answer: Callable[[], str], cache: bool = True) -> str:
+    """``answer()`` between a probe record and its probe_done; from the run folder's cache when it was
+    answered before (``cache``), charged only when it ran on the device."""
+    cached = opt.folder.cached(f"probe-{key}") if cache else None
     if cached is None:
         opt.folder.record("probe", island=island, tool=name, key=key)
-        cached = {"text": clip(answer(), FEEDBACK_CHARS)}
-        opt.folder.cache(f"probe-{key}", cached)
+        cached = {"text": answer()}
+        if cache:
+            opt.folder.cache(f"probe-{key}", cached)
         opt.folder.record("probe_done", island=island, tool=name, key=key, charged=name in DEVICE_TOOLS)
     else:
         opt.folder.record("probe_done", island=island, tool=name, key=key, charged=False)
@@ -162,8 +162,8 @@ def _history(opt: Ledger, island: str, arguments: dict[str, Any]) -> str:
 def _diff(opt: Ledger, island: str, arguments: dict[str, Any]) -> str:
     a = _hash(opt, str(arguments.get("a") or ""))
     b = _hash(opt, str(arguments.get("b") or "")) if arguments.get("b") else opt.incumbent(island)
-    lines = difflib.unified_diff(Path(opt.path_of(a)).read_text().splitlines(keepends=True),
-                                 Path(opt.path_of(b)).read_text().splitlines(keepends=True), a[:10], b[:10])
+    lines = difflib.unified_diff(opt.path_of(a).read_text().splitlines(keepends=True),
+                                 opt.path_of(b).read_text().splitlines(keepends=True), a[:10], b[:10])
     return "".join(lines) or "the two kernels are the same"
 
 

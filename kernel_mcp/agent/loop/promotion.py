@@ -13,6 +13,7 @@ from kernel_mcp.agent.loop.ledger import Ledger
 from kernel_mcp.agent.run.records import Outcome
 from kernel_mcp.results import ProfileSettings
 from kernel_mcp.stats import Ratio
+from kernel_mcp.views.summaries import ratio_text
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ def decide_promotion(opt: Ledger, island: str, key: str, summary: Outcome) -> De
     refused = unseen_shapes(opt, key, island)
     if refused:
         return Decision("rejected", said=f"faster ({ratio.value:.3g}x), but not promoted: {refused}", failure=refused)
-    return Decision("worked", ratio, said=f"{ratio.value:.3g}x over the best so far [{ratio.lo:.3g}, {ratio.hi:.3g}], "
+    return Decision("worked", ratio, said=f"{ratio_text(ratio.value, [ratio.lo, ratio.hi])} over the best so far, "
                                           "timed interleaved and confirmed in a fresh run: now the best")
 
 

@@ -11,12 +11,7 @@ from rich.text import Text
 from kernel_mcp.agent.run.records import Record
 from kernel_mcp.agent.run.state import RunState
 from kernel_mcp.views.render import FitTable
-
-
-def speedup_text(speedup: float | None, ci: list[float] | None = None) -> str:
-    if not speedup:
-        return "-"
-    return f"{speedup:.3g}x" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
+from kernel_mcp.views.summaries import ratio_text
 
 
 class LiveView:
@@ -55,7 +50,7 @@ class LiveView:
         for island, key in sorted((state.incumbents if state else {}).items()):
             done = state.evaluated.get(key)
             sol = done.roofline_percent if done else None
-            best = speedup_text(done.speedup, done.speedup_ci) if done else "-"
+            best = ratio_text(done.speedup, done.speedup_ci) if done else "-"
             table.add_row(island, best, f"{sol:.0f}%" if sol is not None else "-", self.last.get(island, "-"))
         totals = Text("starting", style="dim")
         if state:

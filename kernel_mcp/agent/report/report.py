@@ -19,10 +19,10 @@ from pathlib import Path
 from kernel_mcp.agent.loop.lessons import render_brief
 from kernel_mcp.agent.report.decisions import cells
 from kernel_mcp.agent.report.plots import plot_progress
-from kernel_mcp.agent.report.progress import speedup_text
 from kernel_mcp.agent.report.summary import RunSummary, summarize
 from kernel_mcp.agent.run.journal import read
 from kernel_mcp.agent.run.records import Record
+from kernel_mcp.views.summaries import ratio_text
 
 Block = tuple  # ("p", text) | ("table", header, rows) | ("pre", text) | ("img", file name)
 
@@ -32,7 +32,7 @@ def sections(run: Path, summary: RunSummary, records: list[Record], plots: list[
     outcome = [("p", f"Problem `{Path(summary.problem).name}`, agent `{summary.agent}`, {summary.islands} island(s); "
                      f"{summary.evaluations} evaluations in {summary.elapsed_s:.0f} s; "
                      f"{'ended: ' + summary.finished if summary.finished else 'not finished (resume it)'}.")]
-    rows = [[name if name == "baseline" else f"best (by {k.how or 'baseline'})", speedup_text(k.speedup, k.speedup_ci),
+    rows = [[name if name == "baseline" else f"best (by {k.how or 'baseline'})", ratio_text(k.speedup, k.speedup_ci),
              f"{k.roofline_percent:.0f}%" if k.roofline_percent else "-", k.hash[:12]]
             for name, k in (("baseline", base), ("best", best)) if k]
     outcome.append(("table", ["kernel", "speedup over the reference (95% CI)", "% of speed-of-light", "hash"], rows))
@@ -89,7 +89,7 @@ def steering(records: list[Record]) -> list[Block]:
     blocks: list[Block] = []
     for hint in hints:
         after = [r for r in records if r.kind == "done" and r.seq > hint.seq and r.role != "baseline"][:FOLLOWED]
-        rows = [[r.island, r.idea[:80] or "-", r.verdict, speedup_text(r.speedup, r.speedup_ci),
+        rows = [[r.island, r.idea[:80] or "-", r.verdict, ratio_text(r.speedup, r.speedup_ci),
                  "yes" if r.candidate_hash in promoted else ""] for r in after]
         blocks.append(("p", f"Hint (record {hint.seq}): {hint.text}"))
         blocks.append(("table", ["island", "idea that followed", "verdict", "speedup over the reference",
@@ -121,7 +121,7 @@ def lineage(records: list[Record]) -> str:
         for child in children.get(parent, []):
             key = child["candidate_hash"]
             mark = "*" if key in promoted else " "
-            speedup = speedup_text(child.get("speedup"), child.get("speedup_ci"))
+            speedup = ratio_text(child.get("speedup"), child.get("speedup_ci"))
             lines.append(f"{'  ' * depth}{mark} {key[:10]} [{child.get('role')}, island {child.get('island')}] "
                          f"{child.get('verdict')}, {speedup}  {str(child.get('idea', ''))[:70]}")
             if key != parent:
