@@ -312,6 +312,39 @@ def test_an_instrument_call_answered_before_a_kill_is_never_run_again(tmp_path, 
 
 
 
+def test_a_held_out_check_made_before_a_kill_is_not_run_again(tmp_path, monkeypatch):
+    """A kill after the held-out check's record and before the promotion it decides: the resumed run's
+    judgement takes the journaled answer (a refusal stays a refusal) and runs no kernel again; beside a
+    different best, the check is a new question and runs."""
+    from kernel_mcp.agent.loop import promotion
+    from kernel_mcp.agent.loop.promotion import unseen_shapes
+    problem = vector_add_on_one_shape(tmp_path)
+    config = RunConfig(problem=str(problem), problem_hash="-", agent=AGENT)
+    gaming = (problem / "baseline.py").read_text().replace(*FAST).replace(LAUNCH, NO_TAIL)
+    with RunFolder.create(tmp_path / "run", config) as folder:
+        opt = Optimizer(folder, problem, problem / "baseline.py", AGENT, Budget(evaluations=4), device="cpu",
+                        budget_s=1.0, shapes="tests", tune=False)
+        base, _ = opt.evaluate(opt.start_source, "baseline", "0")
+        opt.promote(base, "0", None, how="baseline")
+        key, _ = opt.evaluate(gaming, "candidate", "0", "no tail")
+        refused = unseen_shapes(opt, key, "0")
+        assert refused.startswith("it fails on shapes it was not shown")
+
+    def no_second_run(*args, **kwargs):
+        raise AssertionError("a held-out check ran again")
+    monkeypatch.setattr(promotion, "held_out_failure", no_second_run)
+    with RunFolder.resume(tmp_path / "run") as folder:
+        opt = Optimizer(folder, problem, problem / "baseline.py", AGENT, Budget(evaluations=4), device="cpu",
+                        budget_s=1.0, shapes="tests", tune=False)
+        assert unseen_shapes(opt, key, "0") == refused
+        held = [r for r in folder.log.of_kind("held_out")]
+        assert len(held) == 1 and held[0].incumbent == base and held[0].seconds > 0
+        other, _ = opt.evaluate(opt.start_source.replace(*FAST), "candidate", "0", "larger blocks")
+        opt.promote(other, "0", None, how="proposal")
+        with pytest.raises(AssertionError, match="ran again"):
+            unseen_shapes(opt, key, "0")  # beside another best: asked afresh
+
+
 def test_a_cli_agents_instrument_runs_are_journaled_and_charged(tmp_path):
     """A CLI agent's check through the run's MCP endpoint runs on a ChargedRunner: journaled as a probe and
     counted against the evaluation budget, like an API model's."""

@@ -3,6 +3,7 @@ against the incumbent, confirmed in a second, fresh run on new inputs (the winne
 on shapes the model was never shown (agent/loop/held_out.py)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -54,9 +55,15 @@ def better(opt: Ledger, key: str, island: str) -> Ratio | None:
 
 def unseen_shapes(opt: Ledger, key: str, island: str) -> str:
     """Why the candidate fails shapes it was never shown ("" when it passes them), journaled."""
+    earlier = next((r for r in opt.folder.log.of_kind("held_out") if r.candidate_hash == key and r.island == island
+                    and r.incumbent in (None, opt.incumbent(island))), None)
+    if earlier is not None:  # checked before a kill cut the promotion off: its answer stands, nothing runs twice
+        return earlier.refused
     opt.say(f"island {island}: checking {key[:8]} on shapes it was not shown")
+    began = time.monotonic()
     refused, shapes = held_out_failure(opt.problem, opt.path_of(key), opt.path_of(opt.incumbent(island)),
                                        opt.device, opt.shapes, opt.runner)
     if shapes:
-        opt.folder.record("held_out", island=island, candidate_hash=key, shapes=shapes, refused=refused)
+        opt.folder.record("held_out", island=island, candidate_hash=key, shapes=shapes, refused=refused,
+                          incumbent=opt.incumbent(island), seconds=round(time.monotonic() - began, 2))
     return refused

@@ -182,6 +182,8 @@ class HeldOut(Record):
     candidate_hash: str
     shapes: list[dict[str, Any]] = Field(default_factory=list)
     refused: str = ""  # why it was not promoted ("" when it passed, or the incumbent failed them too)
+    incumbent: str | None = None  # the best it was checked beside (its failures there excuse the candidate's)
+    seconds: float | None = None  # the check's wall time (both kernels on the secret shapes)
 
 
 class Probe(Record):
