@@ -1,0 +1,78 @@
+"""Judge a batch: every candidate through the same check (and, timed, the same profile) as the one-shot
+commands, ``jobs`` at a time, each in its own fresh judge and candidate processes; a row appended to the
+ledger as each ends; candidates the ledger already holds are not judged again.
+
+Timing: a candidate that passes is profiled against the reference as written (eager) and, in the same
+run, interleaved with torch.compile of the reference (batch/contestants.py), so both speedups come from
+one instrument on one machine state.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from kernel_mcp.batch.contestants import compiled_reference
+from kernel_mcp.batch.ledger import Judged, Ledger
+from kernel_mcp.batch.sources import Item
+from kernel_mcp.errors import UsageError
+from kernel_mcp.results import CheckResult, ProfileResult, ProfileSettings
+from kernel_mcp.tools.check import check
+from kernel_mcp.tools.profile import profile
+from kernel_mcp.worker import Runner, default_shapes
+
+
+def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "auto", jobs: int = 4,
+                timed: bool = True, budget_s: float = 2.0, shapes: str | None = None,
+                on_row: Callable[[Judged], None] | None = None) -> Ledger:
+    """Judge every item the ledger in ``folder`` lacks; returns the ledger (every row, earlier ones too).
+    ``shapes``: what timing runs on (default: the tests on a CPU, the benchmarks on a GPU)."""
+    ledger = Ledger(folder)
+    todo = [item for item in items if item.id not in ledger.rows]
+    settings = ProfileSettings(budget_s=budget_s, shapes=shapes or default_shapes(device))
+    contestants = folder / "contestants"
+
+    def one(item: Item) -> None:
+        row = judge_one(item, runner, device, settings if timed else None, contestants)
+        ledger.append(row)
+        if on_row:
+            on_row(row)
+
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        for _ in pool.map(one, todo):  # re-raises the first unexpected exception
+            pass
+    return ledger
+
+
+def judge_one(item: Item, runner: Runner, device: str, settings: ProfileSettings | None, contestants: Path) -> Judged:
+    """One candidate's row: its check, and its timing when ``settings`` and it passed. A file that cannot
+    be judged (not a candidate, a broken problem) is a row that says why, not a stopped batch."""
+    began = time.monotonic()
+    base = {"id": item.id, "level": item.level, "problem": item.problem.name, "candidate": str(item.candidate)}
+    try:
+        result = check(item.problem, item.candidate, device=device, runner=runner)
+        row = Judged(**base, **_verdict(result))
+        if settings is not None and result.passed:
+            baseline = compiled_reference(item.problem, contestants)
+            row = row.model_copy(update=_timing(profile(item.problem, item.candidate, baseline=baseline,
+                                                        device=device, settings=settings, runner=runner)))
+    except UsageError as exc:
+        row = Judged(**base, verdict="error: usage", error=str(exc)[:500])
+    return row.model_copy(update={"seconds": round(time.monotonic() - began, 2)})
+
+
+def _verdict(result: CheckResult) -> dict:
+    contract = next((b for b in result.benchmark if b.rule == "KernelBench"), None)
+    return {"verdict": result.verdict, "passed": result.passed, "cause": result.cause,
+            "kernelbench": contract.passed if contract else None}
+
+
+def _timing(prof: ProfileResult) -> dict:
+    """The timed run's numbers; a pass that timing shows wrong (an output produced while timed) is a failure."""
+    update = {"trusted": prof.trusted, "speedup": prof.speedup, "speedup_ci": prof.speedup_ci,
+              "speedup_compiled": prof.speedup_vs_baseline}
+    if not prof.passed:
+        update.update(passed=False, verdict=prof.verdict)
+    return update
+

@@ -1,0 +1,168 @@
+"""Judging by the batch (kernel_mcp/batch, ``kernel-mcp judge``) and the reward API: the same verdicts as
+``check``, every candidate judged once whatever kills happen, nothing a candidate should not see in a reward.
+Real check and profile on the CPU; the CLI as a subprocess."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from test_cheats import CHEATS, CHEATS_TABLE, VECTOR_ADD
+
+from kernel_mcp.batch.ledger import Judged, Ledger, read_rows
+from kernel_mcp.batch.reward import CORRECT, Rewarder, value_of
+from kernel_mcp.batch.sources import find_items
+from kernel_mcp.batch.summary import fast_p, markdown
+from kernel_mcp.errors import UsageError
+
+SOLUTIONS = VECTOR_ADD / "solutions"
+SECRET = "sk-test-secret-kernel-mcp"
+
+
+def judge_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kernel_mcp", "judge", *args, "--device", "cpu"], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# --- what a batch judges -----------------------------------------------------------------------------------
+def _kernelbench_root(tmp_path: Path) -> Path:
+    root = tmp_path / "KernelBench"
+    for level, names in {1: ["1_Square_matrix_multiplication_.py", "23_Softmax.py"], 2: ["23_Conv3d_GroupNorm_Mean.py"]}.items():
+        (root / f"level{level}").mkdir(parents=True)
+        for name in names:
+            (root / f"level{level}" / name).write_text("# a problem\n")
+    return root
+
+
+def test_candidates_find_their_problems_in_every_generations_layout(tmp_path):
+    root = _kernelbench_root(tmp_path)
+    runs = tmp_path / "runs"
+    (runs / "flat").mkdir(parents=True)
+    (runs / "flat" / "level_1_problem_23_sample_0_kernel.py").write_text("")
+    (runs / "nested" / "level2" / "23" ).mkdir(parents=True)
+    (runs / "nested" / "level2" / "23" / "3.py").write_text("")
+    (runs / "nested" / "level_1" / "1_Square_matrix_multiplication_").mkdir(parents=True)
+    (runs / "nested" / "level_1" / "1_Square_matrix_multiplication_" / "sample_0.py").write_text("")
+    (runs / "nested" / "__pycache__").mkdir()
+    (runs / "nested" / "__pycache__" / "x.py").write_text("")  # never a candidate
+    (runs / "m.py").write_text("")
+    (runs / "manifest.jsonl").write_text(json.dumps({"id": "from-manifest", "level": 1, "problem": "23_Softmax.py",
+                                                     "candidate": "m.py"}) + "\n")
+    items = find_items(root, [runs / "flat", runs / "nested", runs / "manifest.jsonl"])
+    found = {i.id: (i.level, i.problem.name) for i in items}
+    assert found == {"level_1_problem_23_sample_0_kernel": (1, "23_Softmax.py"),
+                     "level2/23/3": (2, "23_Conv3d_GroupNorm_Mean.py"),
+                     "level_1/1_Square_matrix_multiplication_/sample_0": (1, "1_Square_matrix_multiplication_.py"),
+                     "from-manifest": (1, "23_Softmax.py")}
+
+
+def test_a_candidate_whose_problem_cannot_be_told_is_a_usage_error(tmp_path):
+    root = _kernelbench_root(tmp_path)
+    (tmp_path / "loose.py").write_text("")
+    with pytest.raises(UsageError, match="which KernelBench problem"):
+        find_items(root, [tmp_path / "loose.py"])
+    (tmp_path / "level_3_problem_1_sample_0.py").write_text("")
+    with pytest.raises(UsageError, match="no level 3"):
+        find_items(root, [tmp_path / "level_3_problem_1_sample_0.py"])
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder / "level_1_problem_1_sample_0.py").write_text("")
+    with pytest.raises(UsageError, match="share the id"):
+        find_items(root, [tmp_path / "a", tmp_path / "b"])
+
+
+def test_a_torn_last_row_is_dropped_and_the_next_row_starts_its_own_line(tmp_path):
+    row = Judged(id="a", problem="p", candidate="c.py", verdict="pass", passed=True)
+    (tmp_path / "results.jsonl").write_text(row.model_dump_json() + "\n" + '{"id": "b", "probl')
+    ledger = Ledger(tmp_path)
+    assert list(ledger.rows) == ["a"]
+    ledger.append(row.model_copy(update={"id": "b"}))
+    assert [r.id for r in read_rows(tmp_path / "results.jsonl")] == ["a", "b"]
+
+
+def test_fast_p_credits_only_trusted_speedups_and_counts_every_candidate():
+    rows = [Judged(id="1", problem="p", candidate="", verdict="pass", passed=True, trusted=True, speedup=2.5,
+                   speedup_compiled=1.2),
+            Judged(id="2", problem="p", candidate="", verdict="pass", passed=True, trusted=False, speedup=9.0),
+            Judged(id="3", problem="p", candidate="", verdict="fail: mismatch"),
+            Judged(id="4", problem="p", candidate="", verdict="pass", passed=True, trusted=True, speedup=0.5)]
+    assert fast_p(rows, 0) == 0.75
+    assert fast_p(rows, 1.0) == 0.25 and fast_p(rows, 2.0) == 0.25
+    assert fast_p(rows, 1.0, compiled=True) == 0.25 and fast_p(rows, 2.0, compiled=True) == 0.0
+    assert "| p | 4 | 75% | 25% | 25% | 25% | 25% / 0% | fail: mismatch 1 |" in markdown(rows)
+
+
+# --- the batch through the command line --------------------------------------------------------------------
+VECTOR_ADD_CHEATS = [(name, verdicts) for name, problem, verdicts, _ in CHEATS_TABLE if problem == VECTOR_ADD]
+HONEST = [SOLUTIONS / "correct" / "torch_add.py", SOLUTIONS / "correct" / "triton_block256.py"]
+
+
+def test_every_cheat_fails_through_the_batch_and_honest_kernels_pass(tmp_path):
+    """The vector_add cheats of test_cheats.py and two honest kernels in one batch, two at a time: each
+    cheat gets a verdict check may give it, each honest kernel passes."""
+    files = [str(CHEATS / f"{name}.py") for name, _ in VECTOR_ADD_CHEATS] + [str(p) for p in HONEST]
+    done = judge_cli(str(VECTOR_ADD), *files, "--out", str(tmp_path / "out"), "--jobs", "2", "--no-time", "--json",
+                     timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {row["id"]: row for row in json.loads(done.stdout)}
+    for name, verdicts in VECTOR_ADD_CHEATS:
+        assert rows[name]["passed"] is False and rows[name]["verdict"] in verdicts, rows[name]
+    assert all(rows[p.stem]["verdict"] == "pass" for p in HONEST)
+    assert (tmp_path / "out" / "index.html").read_text().count("<tr class=") == len(files)
+
+
+def test_a_killed_batch_carries_on_and_judges_every_candidate_once(tmp_path):
+    """SIGKILL once the first rows are on disk, then the same command again: the rows written before the
+    kill are kept as they were, and each candidate has exactly one row."""
+    files = [str(p) for p in HONEST] + [str(CHEATS / f"{n}.py") for n in ("wrong_a_minus_b", "stale_empty",
+                                                                           "crash_raise", "partial_zeros")]
+    args = [sys.executable, "-m", "kernel_mcp", "judge", str(VECTOR_ADD), *files, "--out", str(tmp_path / "out"),
+            "--jobs", "1", "--no-time", "--device", "cpu", "--json"]
+    results = tmp_path / "out" / "results.jsonl"
+    first = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and (not results.exists() or len(read_rows(results)) < 2):
+        time.sleep(0.2)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    before = read_rows(results)
+    assert 2 <= len(before) < len(files)
+    again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    after = read_rows(results)
+    assert sorted(r.id for r in after) == sorted(Path(f).stem for f in files)  # once each
+    assert after[:len(before)] == before
+
+
+# --- the reward API ----------------------------------------------------------------------------------------
+def test_the_reward_is_zero_for_failures_and_pays_speed_only_for_a_trusted_lower_bound():
+    assert value_of(False, True, [3.0, 4.0]) == {"correct": 0.0, "speed": 0.0}
+    assert value_of(True, False, [3.0, 4.0]) == {"correct": CORRECT, "speed": 0.0}  # untrusted timing
+    assert value_of(True, True, [0.8, 4.0]) == {"correct": CORRECT, "speed": 0.0}  # a gain inside the noise
+    assert value_of(True, True, [2.0, 2.2])["speed"] == pytest.approx(1.0)
+    assert value_of(True, True, [1e6, 2e6])["speed"] == 5.0  # capped
+
+
+def test_concurrent_rewards_judge_each_source_alone_and_leak_no_secret(monkeypatch):
+    """Eight rollouts at once through one Rewarder: the honest ones pass, every cheat and broken source gets
+    0, and the caller's secret (which one rollout prints and raises with) appears in no reward."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    honest = (SOLUTIONS / "correct" / "torch_add.py").read_text()
+    leaker = ("import torch\nprint('" + SECRET + "')\n\ndef custom_kernel(data):\n"
+              "    raise RuntimeError('the key is " + SECRET + "')\n")
+    sources = [honest, honest, (CHEATS / "stale_empty.py").read_text(), (CHEATS / "wrong_a_minus_b.py").read_text(),
+               (CHEATS / "mutate_zero_input.py").read_text(), leaker, "this is not python", ""]
+    rewards = asyncio.run(Rewarder(VECTOR_ADD, device="cpu", timed=False, concurrency=8).many(sources))
+    assert [r.passed for r in rewards] == [True, True] + [False] * 6
+    assert [r.value for r in rewards] == [CORRECT, CORRECT] + [0.0] * 6
+    assert rewards[2].verdict == "fail: mismatch" and rewards[4].verdict == "fail: mutation"
+    assert all(SECRET not in r.model_dump_json() for r in rewards)
