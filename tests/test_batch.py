@@ -119,28 +119,41 @@ def test_every_cheat_fails_through_the_batch_and_honest_kernels_pass(tmp_path):
     assert (tmp_path / "out" / "index.html").read_text().count("<tr class=") == len(files)
 
 
+POOLED = """
+import sys
+from pathlib import Path
+from kernel_mcp.batch.judging import judge_batch
+from kernel_mcp.batch.sources import find_items
+from kernel_mcp.worker.runners.pool import cpu_pool
+items = find_items(Path(sys.argv[1]), [Path(f) for f in sys.argv[3:]])
+judge_batch(items, Path(sys.argv[2]), cpu_pool(2), device="cpu", jobs=2, timed=False)
+"""
+
+
 def test_a_killed_batch_carries_on_and_judges_every_candidate_once(tmp_path):
-    """SIGKILL once the first rows are on disk, then the same command again: the rows written before the
-    kill are kept as they were, and each candidate has exactly one row."""
+    """A batch spread over a pool of two CPU workers, SIGKILLed once the first rows are on disk, then carried
+    on by the command line on the same folder: the rows written before the kill are kept as they were,
+    and each candidate has exactly one row."""
     files = [str(p) for p in HONEST] + [str(CHEATS / f"{n}.py") for n in ("wrong_a_minus_b", "stale_empty",
-                                                                           "crash_raise", "partial_zeros")]
-    args = [sys.executable, "-m", "kernel_mcp", "judge", str(VECTOR_ADD), *files, "--out", str(tmp_path / "out"),
-            "--jobs", "1", "--no-time", "--device", "cpu", "--json"]
-    results = tmp_path / "out" / "results.jsonl"
-    first = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+                                                                           "crash_raise", "partial_zeros",
+                                                                           "mutate_zero_input", "partial_empty")]
+    out = tmp_path / "out"
+    results = out / "results.jsonl"
+    first = subprocess.Popen([sys.executable, "-c", POOLED, str(VECTOR_ADD), str(out), *files], cwd=REPO,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and (not results.exists() or len(read_rows(results)) < 2):
-        time.sleep(0.2)
+        time.sleep(0.1)
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
     before = read_rows(results)
     assert 2 <= len(before) < len(files)
-    again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
+    again = judge_cli(str(VECTOR_ADD), *files, "--out", str(out), "--jobs", "2", "--no-time", "--json")
     assert again.returncode == 0, again.stderr[-3000:]
     after = read_rows(results)
     assert sorted(r.id for r in after) == sorted(Path(f).stem for f in files)  # once each
     assert after[:len(before)] == before
+    assert len(json.loads(again.stdout)) == len(files)  # the summary covers the rows of both processes
 
 
 # --- the reward API ----------------------------------------------------------------------------------------

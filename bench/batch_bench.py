@@ -1,0 +1,123 @@
+"""Candidates judged per hour: ``kernel-mcp judge`` on a set against a loop of one-shot ``kernel-mcp check``
+calls on the same set, side by side in one run, and whether every verdict agrees (issue 38).
+
+    python bench/batch_bench.py OUT_DIR PROBLEMS CANDIDATES... [--jobs 12] [--loop-jobs 12] [--limit N]
+                                [--device cuda] [--budget-s 500] [--order batch-first|loop-first]
+
+PROBLEMS and CANDIDATES as ``kernel-mcp judge`` takes them (a KernelBench root and a manifest, or one problem
+and its candidates). ``--limit``: the first N candidates in a fixed pseudo-random order (a hash of the id), so
+a cut-short run is still a fair sample of levels and sources. Both sides judge the same candidates with the
+same concurrency; each side gets ``--budget-s`` and its rate counts the candidates it finished in that time.
+Check only (no timing): the point is the judging, which a batch does the same way for every candidate.
+
+Writes OUT_DIR/summary.json (rates, seconds, the verdicts that differ) and prints it. A verdict that differs
+between the two is listed by id with both verdicts: a fresh-seed flake of a borderline candidate reads the
+same in a second run of ``check`` alone; anything else is a bug in the batch.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from kernel_mcp.batch.ledger import read_rows  # noqa: E402
+from kernel_mcp.batch.sources import Item, find_items  # noqa: E402
+
+CLI = [sys.executable, "-m", "kernel_mcp"]
+
+
+def sample(items: list[Item], limit: int | None) -> list[Item]:
+    ordered = sorted(items, key=lambda i: hashlib.sha1(i.id.encode()).hexdigest())
+    return ordered[:limit] if limit else ordered
+
+
+def write_manifest(items: list[Item], path: Path) -> Path:
+    """The sample as a manifest of absolute paths (``problem`` as a file or folder, no level: as given)."""
+    path.write_text("".join(json.dumps({"id": i.id, "problem": str(i.problem), "candidate": str(i.candidate)}) + "\n"
+                            for i in items))
+    return path
+
+
+def run_loop(items: list[Item], device: str, jobs: int, budget_s: float) -> tuple[dict[str, str], float]:
+    """One-shot ``kernel-mcp check`` per candidate, ``jobs`` at a time; no new one after ``budget_s``."""
+    verdicts: dict[str, str] = {}
+    lock, began = threading.Lock(), time.monotonic()
+
+    def one(item: Item) -> None:
+        if time.monotonic() - began > budget_s:
+            return
+        done = subprocess.run([*CLI, "check", str(item.problem), str(item.candidate), "--device", device, "--json"],
+                              cwd=REPO, capture_output=True, text=True, timeout=max(60.0, budget_s))
+        try:
+            verdict = json.loads(done.stdout)["verdict"]
+        except (ValueError, KeyError):
+            verdict = "error: usage" if done.returncode == 2 else f"no result (rc {done.returncode})"
+        with lock:
+            verdicts[item.id] = verdict
+
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(one, items))
+    return verdicts, time.monotonic() - began
+
+
+def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: float) -> tuple[dict[str, str], float]:
+    """``kernel-mcp judge`` on the sample, stopped at ``budget_s`` (its rows so far count)."""
+    manifest = write_manifest(items, out / "sample.jsonl")
+    began = time.monotonic()
+    try:
+        subprocess.run([*CLI, "judge", str(out), str(manifest), "--out", str(out / "batch"), "--jobs", str(jobs),
+                        "--no-time", "--device", device, "--json"], cwd=REPO, capture_output=True, text=True,
+                       timeout=budget_s)
+    except subprocess.TimeoutExpired:
+        pass
+    seconds = time.monotonic() - began
+    return {row.id: row.verdict for row in read_rows(out / "batch" / "results.jsonl")}, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("problems", type=Path)
+    parser.add_argument("candidates", type=Path, nargs="+")
+    parser.add_argument("--jobs", type=int, default=12)
+    parser.add_argument("--loop-jobs", type=int, default=None, help="default: --jobs")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--budget-s", type=float, default=500.0, help="seconds for each side")
+    parser.add_argument("--order", choices=["batch-first", "loop-first"], default="batch-first")
+    args = parser.parse_args()
+    out = args.out_dir.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    items = sample(find_items(args.problems, args.candidates), args.limit)
+    sides = {}
+    for side in (["batch", "loop"] if args.order == "batch-first" else ["loop", "batch"]):
+        if side == "batch":
+            sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s)
+        else:
+            sides[side] = run_loop(items, args.device, args.loop_jobs or args.jobs, args.budget_s)
+        verdicts, seconds = sides[side]
+        print(f"{side}: {len(verdicts)} judged in {seconds:.0f} s: {3600 * len(verdicts) / seconds:.0f} per hour",
+              flush=True)
+    (batch, batch_s), (loop, loop_s) = sides["batch"], sides["loop"]
+    both = sorted(set(batch) & set(loop))
+    differ = {i: {"batch": batch[i], "check": loop[i]} for i in both if batch[i] != loop[i]}
+    summary = {"candidates": len(items), "device": args.device, "jobs": args.jobs, "order": args.order,
+               "batch": {"judged": len(batch), "seconds": round(batch_s, 1), "per_hour": round(3600 * len(batch) / batch_s)},
+               "loop": {"judged": len(loop), "seconds": round(loop_s, 1), "per_hour": round(3600 * len(loop) / loop_s)},
+               "compared": len(both), "verdicts_differ": differ}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
