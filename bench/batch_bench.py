@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import statistics
 import subprocess
 import sys
 import threading
@@ -83,6 +84,18 @@ def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: fl
     return {row.id: row.verdict for row in read_rows(out / "batch" / "results.jsonl")}, seconds
 
 
+def phase_medians(rows) -> dict[str, float | None]:
+    """Median seconds of a batch row's phases: up to the candidate's import (judge, lease, reference), the
+    import (with any build), the cases (and the verdict)."""
+    def median(values: list[float]) -> float | None:
+        return round(statistics.median(values), 2) if values else None
+    timed = [r for r in rows if "cases_at" in r.phases]
+    return {"before_import": median([r.phases["import_at"] for r in timed]),
+            "import": median([r.phases["cases_at"] - r.phases["import_at"] for r in timed]),
+            "cases": median([r.seconds - r.phases["cases_at"] for r in timed]),
+            "whole": median([r.seconds for r in rows])}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", type=Path)
@@ -108,12 +121,13 @@ def main() -> int:
         print(f"{side}: {len(verdicts)} judged in {seconds:.0f} s: {3600 * len(verdicts) / seconds:.0f} per hour",
               flush=True)
     (batch, batch_s), (loop, loop_s) = sides["batch"], sides["loop"]
+    rows = read_rows(out / "batch" / "results.jsonl")
     both = sorted(set(batch) & set(loop))
     differ = {i: {"batch": batch[i], "check": loop[i]} for i in both if batch[i] != loop[i]}
     summary = {"candidates": len(items), "device": args.device, "jobs": args.jobs, "order": args.order,
                "batch": {"judged": len(batch), "seconds": round(batch_s, 1), "per_hour": round(3600 * len(batch) / batch_s)},
                "loop": {"judged": len(loop), "seconds": round(loop_s, 1), "per_hour": round(3600 * len(loop) / loop_s)},
-               "compared": len(both), "verdicts_differ": differ}
+               "phases_median_s": phase_medians(rows), "compared": len(both), "verdicts_differ": differ}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
     return 0

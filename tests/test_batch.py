@@ -165,17 +165,71 @@ def test_the_reward_is_zero_for_failures_and_pays_speed_only_for_a_trusted_lower
     assert value_of(True, True, [1e6, 2e6])["speed"] == 5.0  # capped
 
 
-def test_concurrent_rewards_judge_each_source_alone_and_leak_no_secret(monkeypatch):
-    """Eight rollouts at once through one Rewarder: the honest ones pass, every cheat and broken source gets
-    0, and the caller's secret (which one rollout prints and raises with) appears in no reward."""
+def _children() -> set[int]:
+    """Live processes descended from this one (from /proc: no library between the test and the answer), but
+    the caller's fork server: one per caller process for its lifetime (worker/launch/fork_server.py), which
+    dies with the caller (tests/test_caller_death.py)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                if stat[stat.rindex(")") + 2] != "Z":
+                    parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return {pid for pid in found if b"fork_server import serve" not in _cmdline(pid)}
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_concurrent_rewards_judge_each_source_alone_leak_no_secret_and_leave_no_process(monkeypatch):
+    """Sixteen rollouts at once through one Rewarder: the honest ones pass, every cheat and broken source
+    gets 0, the caller's secret (which one rollout prints and raises with) appears in no reward, and once
+    the Rewarder is closed no process it started is left."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
     honest = (SOLUTIONS / "correct" / "torch_add.py").read_text()
     leaker = ("import torch\nprint('" + SECRET + "')\n\ndef custom_kernel(data):\n"
               "    raise RuntimeError('the key is " + SECRET + "')\n")
-    sources = [honest, honest, (CHEATS / "stale_empty.py").read_text(), (CHEATS / "wrong_a_minus_b.py").read_text(),
-               (CHEATS / "mutate_zero_input.py").read_text(), leaker, "this is not python", ""]
-    rewards = asyncio.run(Rewarder(VECTOR_ADD, device="cpu", timed=False, concurrency=8).many(sources))
-    assert [r.passed for r in rewards] == [True, True] + [False] * 6
-    assert [r.value for r in rewards] == [CORRECT, CORRECT] + [0.0] * 6
+    cheats = [(CHEATS / f"{name}.py").read_text() for name in ("stale_empty", "wrong_a_minus_b", "mutate_zero_input")]
+    sources = ([honest] * 2 + cheats + [leaker, "this is not python", ""]) * 2
+    before = _children()
+
+    async def rollouts():
+        async with Rewarder(VECTOR_ADD, device="cpu", timed=False, concurrency=16) as rewarder:
+            return await rewarder.many(sources)
+    rewards = asyncio.run(rollouts())
+    assert [r.passed for r in rewards] == ([True] * 2 + [False] * 6) * 2
+    assert [r.value for r in rewards] == ([CORRECT] * 2 + [0.0] * 6) * 2
     assert rewards[2].verdict == "fail: mismatch" and rewards[4].verdict == "fail: mutation"
     assert all(SECRET not in r.model_dump_json() for r in rewards)
+    deadline = time.monotonic() + 30
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _children() - before
+
+
+SELF_CONTAINED = [(name, problem, verdicts) for name, problem, verdicts, _ in CHEATS_TABLE
+                  if "from _" not in (CHEATS / f"{name}.py").read_text()]  # a reward gets one file's source
+
+
+def test_every_cheat_earns_nothing_through_the_reward_api():
+    """Each self-contained cheat of test_cheats.py as a rollout's source, per problem in one Rewarder: value
+    0 and a verdict check may give it."""
+    for problem in sorted({p for _, p, _ in SELF_CONTAINED}):
+        mine = [(name, verdicts) for name, p, verdicts in SELF_CONTAINED if p == problem]
+
+        async def rollouts():
+            async with Rewarder(problem, device="cpu", timed=False, concurrency=4) as rewarder:
+                return await rewarder.many([(CHEATS / f"{name}.py").read_text() for name, _ in mine])
+        for (name, verdicts), reward in zip(mine, asyncio.run(rollouts())):
+            assert reward.value == 0.0 and reward.verdict in verdicts, (name, reward)

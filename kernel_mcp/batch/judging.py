@@ -50,8 +50,9 @@ def judge_one(item: Item, runner: Runner, device: str, settings: ProfileSettings
     be judged (not a candidate, a broken problem) is a row that says why, not a stopped batch."""
     began = time.monotonic()
     base = {"id": item.id, "level": item.level, "problem": item.problem.name, "candidate": str(item.candidate)}
+    clock = PhaseClock()
     try:
-        result = check(item.problem, item.candidate, device=device, runner=runner)
+        result = check(item.problem, item.candidate, device=device, runner=runner, on_progress=clock)
         row = Judged(**base, **_verdict(result))
         if settings is not None and result.passed:
             baseline = compiled_reference(item.problem, contestants)
@@ -59,7 +60,23 @@ def judge_one(item: Item, runner: Runner, device: str, settings: ProfileSettings
                                                         device=device, settings=settings, runner=runner)))
     except UsageError as exc:
         row = Judged(**base, verdict="error: usage", error=str(exc)[:500])
-    return row.model_copy(update={"seconds": round(time.monotonic() - began, 2)})
+    return row.model_copy(update={"seconds": round(time.monotonic() - began, 2), "phases": clock.marks})
+
+
+class PhaseClock:
+    """Where a check's seconds go, from its progress messages: ``import_at`` (the judge booted, the lease
+    granted, the reference run and measured; the candidate's import, with any build it does, begins) and
+    ``cases_at`` (the import done, the first case begins), in seconds from the start."""
+
+    def __init__(self):
+        self.began, self.marks = time.monotonic(), {}
+
+    def __call__(self, message: str, done: int = 0, total: int = 0) -> None:
+        at = round(time.monotonic() - self.began, 2)
+        if message.startswith("importing the candidate"):
+            self.marks.setdefault("import_at", at)
+        elif "import_at" in self.marks:
+            self.marks.setdefault("cases_at", at)
 
 
 def _verdict(result: CheckResult) -> dict:

@@ -7,7 +7,7 @@ import os
 import threading
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 
 class Judged(BaseModel):
@@ -26,6 +26,7 @@ class Judged(BaseModel):
     speedup_ci: list[float] | None = None  # 95%
     speedup_compiled: float | None = None  # over torch.compile of the reference, timed in the same run
     seconds: float = 0.0  # wall time of this candidate's judging
+    phases: dict[str, float] = Field(default_factory=dict)  # where the check's seconds went (judging.PhaseClock)
     error: str = ""  # why it could not be judged (a usage error), for the person reading the table
 
 

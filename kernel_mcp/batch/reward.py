@@ -29,7 +29,7 @@ from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import ProfileSettings
 from kernel_mcp.tools.check import check
 from kernel_mcp.tools.profile import profile
-from kernel_mcp.worker import Runner, default_runner, default_shapes
+from kernel_mcp.worker import LocalRunner, Runner, default_shapes
 
 CORRECT = 0.3  # the share of the reward for passing (Kevin-32B's scheme uses the same split; any constant works)
 SPEED = 1.0  # per doubling of the speedup's lower bound
@@ -86,17 +86,31 @@ def judge_source(problem: Problem, source: str, device: str, timed: bool, settin
 
 class Rewarder:
     """Rewards for one problem, at most ``concurrency`` judged at once; share one per problem and process.
+    Without ``runner=`` it keeps judges booted ahead of need, and stops them when closed:
 
-        rewarder = Rewarder("problems/vector_add", device="cuda")
-        rewards = await rewarder.many([source_a, source_b, ...])
+        async with Rewarder("problems/vector_add", device="cuda") as rewarder:
+            rewards = await rewarder.many([source_a, source_b, ...])
     """
 
     def __init__(self, problem: str | Path | Problem, device: str = "auto", timed: bool = True,
                  budget_s: float = 2.0, concurrency: int = 8, runner: Runner | None = None):
         self.problem = load_problem(problem)  # a broken problem is a UsageError here, not in every reward
-        self.device, self.timed, self.runner = device, timed, runner or default_runner()
+        self.device, self.timed = device, timed
+        self._owned = runner is None
+        self.runner = runner or LocalRunner(warm=True, spares=min(concurrency, 4))
         self.settings = ProfileSettings(budget_s=budget_s, shapes=default_shapes(device))
         self._slots = asyncio.Semaphore(concurrency)
+
+    async def __aenter__(self) -> Rewarder:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the judges this Rewarder booted (a runner passed in stays its owner's)."""
+        if self._owned:
+            self.runner.close()
 
     async def one(self, source: str) -> Reward:
         async with self._slots:
@@ -108,5 +122,6 @@ class Rewarder:
 
 
 async def reward(problem: str | Path | Problem, source: str, **options) -> Reward:
-    """One candidate's reward (a Rewarder made for it; for many, share a Rewarder)."""
-    return await Rewarder(problem, **options).one(source)
+    """One candidate's reward (a Rewarder made and closed for it; for many, share a Rewarder)."""
+    async with Rewarder(problem, **options) as rewarder:
+        return await rewarder.one(source)
