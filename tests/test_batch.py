@@ -233,3 +233,31 @@ def test_every_cheat_earns_nothing_through_the_reward_api():
                 return await rewarder.many([(CHEATS / f"{name}.py").read_text() for name, _ in mine])
         for (name, verdicts), reward in zip(mine, asyncio.run(rollouts())):
             assert reward.value == 0.0 and reward.verdict in verdicts, (name, reward)
+
+
+def test_colluding_candidates_gain_nothing(tmp_path):
+    """A writer that leaves every input it saw with its answer wherever it can write, judged first, and a
+    reader that serves those answers and never computes, judged after it from the same folder, in one
+    batch and through one Rewarder: the writer passes, the reader fails both ways."""
+    import shutil
+    folder = tmp_path / "pair"
+    folder.mkdir()
+    for name in ("collude_writer", "collude_reader"):
+        shutil.copy(CHEATS / f"{name}.py", folder)
+    places = [Path("/dev/shm"), Path("/tmp"), Path.home() / ".cache", folder]
+    try:
+        done = judge_cli(str(VECTOR_ADD), str(folder / "collude_writer.py"), str(folder / "collude_reader.py"),
+                         "--out", str(tmp_path / "out"), "--jobs", "1", "--no-time", "--json")
+        assert done.returncode == 0, done.stderr[-3000:]
+        rows = {row["id"]: row for row in json.loads(done.stdout)}
+        assert rows["collude_writer"]["passed"] and not rows["collude_reader"]["passed"], rows
+
+        async def in_turn():
+            async with Rewarder(VECTOR_ADD, device="cpu", timed=False, concurrency=1) as rewarder:
+                return [await rewarder.one((folder / f"{name}.py").read_text())
+                        for name in ("collude_writer", "collude_reader")]
+        writer, reader = asyncio.run(in_turn())
+        assert writer.passed and not reader.passed and reader.value == 0.0, (writer, reader)
+    finally:
+        for place in places:
+            shutil.rmtree(place / "kernel_mcp_collusion", ignore_errors=True)
