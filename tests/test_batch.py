@@ -88,6 +88,18 @@ def test_a_torn_last_row_is_dropped_and_the_next_row_starts_its_own_line(tmp_pat
     assert [r.id for r in read_rows(tmp_path / "results.jsonl")] == ["a", "b"]
 
 
+def test_a_harness_error_is_judged_again_on_the_next_run(tmp_path):
+    """Ours, not the candidate's: a row that says "error: harness" does not settle its candidate."""
+    from kernel_mcp.batch.judging import judge_batch
+    from kernel_mcp.worker import LocalRunner
+    items = find_items(VECTOR_ADD, [HONEST[0]])
+    Ledger(tmp_path).append(Judged(id=items[0].id, problem="vector_add", candidate=str(HONEST[0]),
+                                   verdict="error: harness", error="the judge died"))
+    ledger = judge_batch(items, tmp_path, LocalRunner(warm=False), device="cpu", jobs=1, timed=False)
+    assert [r.verdict for r in read_rows(ledger.path)] == ["error: harness", "pass"]
+    assert ledger.rows[items[0].id].verdict == "pass"
+
+
 def test_fast_p_credits_only_trusted_speedups_and_counts_every_candidate():
     rows = [Judged(id="1", problem="p", candidate="", verdict="pass", passed=True, trusted=True, speedup=2.5,
                    speedup_compiled=1.2),

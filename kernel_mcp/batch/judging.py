@@ -29,7 +29,7 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     """Judge every item the ledger in ``folder`` lacks; returns the ledger (every row, earlier ones too).
     ``shapes``: what timing runs on (default: the tests on a CPU, the benchmarks on a GPU)."""
     ledger = Ledger(folder)
-    todo = [item for item in items if item.id not in ledger.rows]
+    todo = [item for item in items if not settled(ledger.rows.get(item.id))]
     settings = ProfileSettings(budget_s=budget_s, shapes=shapes or default_shapes(device))
     contestants = folder / "contestants"
 
@@ -60,6 +60,8 @@ def judge_one(item: Item, runner: Runner, device: str, settings: ProfileSettings
                                                         device=device, settings=settings, runner=runner)))
     except UsageError as exc:
         row = Judged(**base, verdict="error: usage", error=str(exc)[:500])
+    except Exception as exc:  # noqa: BLE001  (our failure, not the candidate's: a row, judged again next run)
+        row = Judged(**base, verdict="error: harness", error=f"{type(exc).__name__}: {str(exc)[:500]}")
     return row.model_copy(update={"seconds": round(time.monotonic() - began, 2), "phases": clock.marks})
 
 
@@ -77,6 +79,12 @@ class PhaseClock:
             self.marks.setdefault("import_at", at)
         elif "import_at" in self.marks:
             self.marks.setdefault("cases_at", at)
+
+
+def settled(row: Judged | None) -> bool:
+    """Whether a candidate's row stands: a harness error (ours, perhaps passing) is judged again on the
+    next run of the batch, whose row then replaces it."""
+    return row is not None and row.verdict != "error: harness"
 
 
 def _verdict(result: CheckResult) -> dict:

@@ -35,7 +35,7 @@ def judge(problems: Path = typer.Argument(..., help="a problem (folder or Kernel
           as_json: bool = JSON_OPT) -> None:
     """Judge many candidates: verdict and cause, KernelBench's own rule, speedups over eager and torch.compile,
     fast_p per level. Exit 0 when every candidate was judged (pass or fail), 2 on usage errors."""
-    from kernel_mcp.batch.judging import judge_batch
+    from kernel_mcp.batch.judging import judge_batch, settled
     from kernel_mcp.batch.sources import find_items
     from kernel_mcp.batch.summary import markdown, write_summary
     from kernel_mcp.batch.ledger import read_rows
@@ -49,8 +49,8 @@ def judge(problems: Path = typer.Argument(..., help="a problem (folder or Kernel
         _usage_error(exc)
     if not items:
         _usage_error(UsageError(f"no candidates (.py files) found in {', '.join(map(str, candidates))}"))
-    judged = {row.id for row in read_rows(out / "results.jsonl")}
-    progress = _BatchProgress(sum(item.id not in judged for item in items), quiet=as_json)
+    judged = {row.id: row for row in read_rows(out / "results.jsonl")}
+    progress = _BatchProgress(sum(not settled(judged.get(item.id)) for item in items), quiet=as_json)
     try:
         ledger = judge_batch(items, out, runner, device=device, jobs=jobs, timed=timed, budget_s=budget,
                              shapes=None if shapes == "auto" else shapes, on_row=progress.row)
