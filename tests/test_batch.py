@@ -142,6 +142,27 @@ judge_batch(items, Path(sys.argv[2]), cpu_pool(2), device="cpu", jobs=2, timed=F
 """
 
 
+def test_a_kernelbench_batch_is_timed_against_eager_and_torch_compile(tmp_path):
+    """KernelBench's layout end to end: a root with one level-1 problem, two samples named as its
+    generation scripts name them; the one that passes is timed against the Model as written and against
+    torch.compile of it (batch/contestants.py) in the same run, and KernelBench's own rule is reported."""
+    kernelbench = REPO / "tests" / "fixtures" / "kernelbench"
+    (tmp_path / "KB" / "level1").mkdir(parents=True)
+    (tmp_path / "KB" / "level1" / "1_linear_gelu.py").write_text((kernelbench / "linear_gelu.py").read_text())
+    (tmp_path / "gen").mkdir()
+    for sample, fixture in enumerate(("linear_gelu_new.py", "linear_gelu_tanh.py")):
+        (tmp_path / "gen" / f"level_1_problem_1_sample_{sample}_kernel.py").write_text((kernelbench / fixture).read_text())
+    done = judge_cli(str(tmp_path / "KB"), str(tmp_path / "gen"), "--out", str(tmp_path / "out"), "--jobs", "2",
+                     "--budget", "1", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {row["id"]: row for row in json.loads(done.stdout)}
+    honest, tanh = rows["level_1_problem_1_sample_0_kernel"], rows["level_1_problem_1_sample_1_kernel"]
+    assert honest["passed"] and honest["kernelbench"] is True and honest["level"] == 1
+    assert honest["trusted"] and honest["speedup"] > 0 and honest["speedup_compiled"] > 0, honest
+    assert tanh["verdict"] == "fail: mismatch" and tanh["speedup"] is None  # a failure is never timed
+    assert "| level 1 | 2 | 50% |" in (tmp_path / "out" / "summary.md").read_text()
+
+
 def test_a_killed_batch_carries_on_and_judges_every_candidate_once(tmp_path):
     """A batch spread over a pool of two CPU workers, SIGKILLed once the first rows are on disk, then carried
     on by the command line on the same folder: the rows written before the kill are kept as they were,
