@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kernel_mcp.counters import CounterReport
 from kernel_mcp.hardware.occupancy import Occupancy
 from kernel_mcp.history.snapshots import Snapshot
+from kernel_mcp.provenance import Provenance
 
 
 class Verdict(NamedTuple):
@@ -115,6 +116,7 @@ class CheckResult(BaseModel):
     cause: str = ""  # a failure's likeliest cause, measured (worker/judge/causes.py), else the failure kind
     benchmark: list[BenchmarkVerdict] = Field(default_factory=list)  # the benchmark's own contract, beside ours
     memory: MemoryUse | None = None
+    provenance: Provenance | None = None  # the device and stack it ran on
     seconds: float = 0.0
     log_tail: str = ""  # last lines the candidate printed (untrusted, for debugging only)
 
@@ -187,6 +189,7 @@ class ProfileResult(BaseModel):
     findings: list[Finding] = Field(default_factory=list)
     check: CheckResult | None = None
     counters: CounterReport | None = None  # hardware counters on one shape (advice, never the time)
+    provenance: Provenance | None = None  # the device and stack it ran on
     settings: dict[str, Any] = Field(default_factory=dict)
     seconds: float = 0.0
     log_tail: str = ""

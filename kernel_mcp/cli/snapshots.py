@@ -78,11 +78,14 @@ def _show_history(snaps: list, console: Console) -> None:
     if not snaps:
         console.print("no snapshots yet: `kernel-mcp evaluate PROBLEM CANDIDATE` makes one")
         return
+    stacks = any(s.other_stack for s in snaps)  # a column only when some were measured on another stack
     table = FitTable("id", "problem", "candidate", "verdict", "speedup (95% CI)", "% of roof", "author", "note",
-                     prose=("candidate", "verdict", "author", "note"))
+                     *(["stack (against the first)"] if stacks else []),
+                     prose=("candidate", "verdict", "author", "note", "stack (against the first)"))
     for s in snaps:
         roof = f"{s.roofline_percent:.0f}%" if s.roofline_percent is not None else "-"
-        table.add_row(s.id[:10], s.problem, s.candidate, s.verdict or "-", _speed(s), roof, s.author, s.note[:40])
+        table.add_row(s.id[:10], s.problem, s.candidate, s.verdict or "-", _speed(s), roof, s.author, s.note[:40],
+                      *([", ".join(s.other_stack) or "same"] if stacks else []))
     console.print(table)
 
 

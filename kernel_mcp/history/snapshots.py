@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from kernel_mcp.errors import UsageError, shown
+from kernel_mcp.provenance import Provenance
 
 REF_PREFIX = "refs/kernel_mcp/snapshots/"
 META_DIR = ".kernel_mcp"
@@ -47,11 +48,19 @@ class SnapshotMeta(BaseModel):
     compile: list[dict[str, Any]] = Field(default_factory=list)  # per kernel and target: registers, spills...
     lines: int = 0  # of the candidate file, filled in when saved (code growth is a stall signal)
     created: float = Field(default_factory=time.time)  # seconds since the epoch
+    provenance: Provenance | None = None  # the device and stack its numbers were measured on
 
 
 class Snapshot(SnapshotMeta):
     id: str  # the commit's sha
     parent: str | None = None  # the snapshot this one was derived from
+    other_stack: list[str] = Field(default_factory=list)  # history only: how its stack differs from the first listed
+
+
+def stack_differences(a: SnapshotMeta, b: SnapshotMeta) -> list[str]:
+    """How the stacks two snapshots were measured on differ ("torch 2.11.0 -> 2.12.0"); [] when either has
+    no record of its stack."""
+    return a.provenance.differences(b.provenance) if a.provenance and b.provenance else []
 
 
 def check_id(snapshot_id: str | None) -> None:

@@ -28,6 +28,9 @@ def metrics(check: CheckResult | None = None, profile: ProfileResult | None = No
     if roofline is not None:
         percents = [p.percent_of_bound for s in roofline.shapes for p in s.points if p.who == "candidate"]
         out["roofline_percent"] = max(percents) if percents else None
+    measured = profile or check
+    if measured is not None and measured.provenance is not None:
+        out["provenance"] = measured.provenance
     if compile is not None:
         out["compile"] = [{"kernel": b.kernel, "target": b.target, "ok": b.ok, "registers": b.registers,
                            "spill_bytes": b.spill_bytes, "shared_bytes": b.shared_bytes,
@@ -85,8 +88,9 @@ def history(root: str | Path, problem: str | None = None, passed_only: bool = Fa
     if not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"limit must be between 1 and {MAX_LIMIT}; got {limit}")
     _bounded("author", author, MAX_NAME)
-    return snapshots.leaderboard(_all(root), problem_name(problem) if problem else None, passed_only,
-                                 author)[:limit]
+    board = snapshots.leaderboard(_all(root), problem_name(problem) if problem else None, passed_only,
+                                  author)[:limit]
+    return [s.model_copy(update={"other_stack": snapshots.stack_differences(board[0], s)}) for s in board]
 
 
 def _source(store: Store, snap: Snapshot) -> str:
@@ -123,17 +127,21 @@ def best_file(root: str | Path, problem: str, name: str | None = None) -> tuple[
 
 
 def diff(root: str | Path, a: str, b: str | None = None) -> str:
-    """Unified diff from snapshot ``a`` to ``b`` (default: to the best snapshot of a's problem)."""
+    """Unified diff from snapshot ``a`` to ``b`` (default: to the best snapshot of a's problem), headed by a
+    line saying so when their numbers were measured on different stacks."""
     for snapshot_id in (a, b) if b is not None else (a,):
         snapshots.check_id(snapshot_id)
     with Store(root, create=False) as store:
         first = store.get(a)
         if b is None:
-            top = snapshots.best(store.all(), first.problem)
-            if top is None:
+            second = snapshots.best(store.all(), first.problem)
+            if second is None:
                 raise UsageError(f"no passed and trusted snapshot of {first.problem} to compare with")
-            return store.diff(first, top)
-        return store.diff(first, store.get(b))
+        else:
+            second = store.get(b)
+        differ = snapshots.stack_differences(first, second)
+        head = f"# measured on different stacks: {', '.join(differ)}\n" if differ else ""
+        return head + store.diff(first, second)
 
 
 def restore(root: str | Path, snapshot_id: str, force: bool = False) -> list[str]:

@@ -42,9 +42,9 @@ def _normal(uuid: str) -> str:
     return uuid.lower().removeprefix("gpu-").replace("-", "")
 
 
-def free_bytes(device: Device) -> int | None:
-    lib = _library()
-    if lib is None or not device.is_gpu:
+def _handle(lib: ctypes.CDLL, device: Device) -> ctypes.c_void_p | None:
+    """NVML's handle of ``device``: by UUID, else by index where nothing renumbers devices."""
+    if not device.is_gpu:
         return None
     handles = _handles(lib)
     if device.uuid:
@@ -53,7 +53,38 @@ def free_bytes(device: Device) -> int | None:
         chosen = [handles[device.index][1]]
     else:
         chosen = []
+    return chosen[0] if chosen else None
+
+
+def free_bytes(device: Device) -> int | None:
+    lib = _library()
+    handle = _handle(lib, device) if lib is not None else None
     memory = _Memory()
-    if not chosen or lib.nvmlDeviceGetMemoryInfo(chosen[0], ctypes.byref(memory)) != 0:
+    if handle is None or lib.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(memory)) != 0:
         return None
     return int(memory.free)
+
+
+def driver_version() -> str:
+    """The NVIDIA driver's version ("580.159.04"); "" without NVML."""
+    lib, text = _library(), ctypes.create_string_buffer(96)
+    if lib is None or lib.nvmlSystemGetDriverVersion(text, 96) != 0:
+        return ""
+    return text.value.decode()
+
+
+CLOCKS = {"sm": 1, "memory": 2}  # nvmlClockType_t: NVML_CLOCK_SM, NVML_CLOCK_MEM
+
+
+def clocks_mhz(device: Device) -> dict[str, int]:
+    """The device's current SM and memory clocks in MHz (nvmlDeviceGetClockInfo); {} without NVML."""
+    lib = _library()
+    handle = _handle(lib, device) if lib is not None else None
+    if handle is None:
+        return {}
+    found = {}
+    for name, kind in CLOCKS.items():
+        mhz = ctypes.c_uint()
+        if lib.nvmlDeviceGetClockInfo(handle, kind, ctypes.byref(mhz)) == 0:
+            found[name] = int(mhz.value)
+    return found

@@ -27,6 +27,7 @@ from kernel_mcp.worker.judge.context import Judging, Reporter, free_memory
 from kernel_mcp.worker.judge.hosts import Hosts
 from kernel_mcp.worker.judge.profile import run_profile
 from kernel_mcp.worker.judge.warm import warm_judge
+from kernel_mcp.worker.judge.provenance import provenance_of
 from kernel_mcp.worker.protocol import Device, Final, JudgeBoot, JudgeRequest, Ready, describe_error
 from kernel_mcp.worker.resolve import guess_kind, resolve
 
@@ -86,6 +87,7 @@ def serve(reporter: Reporter, device: Device, hosts: Hosts) -> None:
         except Exception as exc:  # noqa: BLE001  (a harness failure is reported, never mistaken for a pass)
             result = _harness_failure(request, exc)
     result.seconds = round(time.monotonic() - started, 3)
+    result.provenance = provenance_of(device)
     estimate = _note_judge_peak(result, device)
     reporter.note_memory()
     sampled = reporter.peak_bytes()  # device-wide readings between steps: they can miss the peak
