@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kernel_mcp.counters import CounterReport
 from kernel_mcp.hardware.occupancy import Occupancy
 from kernel_mcp.history.snapshots import Snapshot
-from kernel_mcp.provenance import Provenance
+from kernel_mcp.reproducibility import Determinism, Provenance
 
 
 class Verdict(NamedTuple):
@@ -116,6 +116,7 @@ class CheckResult(BaseModel):
     cause: str = ""  # a failure's likeliest cause, measured (worker/judge/causes.py), else the failure kind
     benchmark: list[BenchmarkVerdict] = Field(default_factory=list)  # the benchmark's own contract, beside ours
     memory: MemoryUse | None = None
+    determinism: Determinism | None = None  # the first test's call repeated: the same bits or not
     provenance: Provenance | None = None  # the device and stack it ran on
     seconds: float = 0.0
     log_tail: str = ""  # last lines the candidate printed (untrusted, for debugging only)

@@ -79,6 +79,8 @@ class KernelMcpSpec(_Strict):
         "vector", description="the compute unit whose peak binds the roofline: tensor cores/matrix cores for "
         "matmul-like work, the vector unit otherwise")
     fresh_seeds: int = Field(1, ge=1, le=16, description="secret-seeded copies of each test per check")
+    deterministic: bool = Field(False, description="the kernel must give the same bits on the same input in every "
+                                "run and process: checked by a repeated call and a call in a fresh process")
     output_args: list[int] | None = Field(
         None, description="indices of inputs that are output buffers (auto-detected when absent)")
     precision: Literal["strict", "torch_defaults", "problem_check"] | None = Field(

@@ -12,7 +12,7 @@ import torch
 from conftest import REPO
 
 from kernel_mcp import __version__
-from kernel_mcp.provenance import Provenance
+from kernel_mcp.reproducibility import Provenance
 from kernel_mcp.results import CheckResult
 from kernel_mcp.tools.check import check
 from kernel_mcp.tools.snapshot import diff, history, snapshot

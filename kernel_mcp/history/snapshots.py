@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from kernel_mcp.errors import UsageError, shown
-from kernel_mcp.provenance import Provenance
+from kernel_mcp.reproducibility import Provenance
 
 REF_PREFIX = "refs/kernel_mcp/snapshots/"
 META_DIR = ".kernel_mcp"

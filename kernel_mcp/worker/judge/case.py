@@ -75,12 +75,15 @@ class CaseRunner:
     rules: list[contract.Rule]
     calls: int = 0
     diagnose: bool = True  # name a mismatch's cause from its values (off for the diagnostic re-runs)
+    keep: str = ""  # the case whose output (and RNG seed) is kept for a repeat (judge/determinism.py)
+    kept: tuple[Any, int] | None = None
+    captured: Any = None  # the output of the last case judged, while a repeat asks for it
 
-    def judge(self, case: Case, serialize: bool = False) -> CaseResult:
+    def judge(self, case: Case, serialize: bool = False, rng_seed: int | None = None) -> CaseResult:
         rt, call_id = self.rt, self.calls
         self.calls += 1
         release_device_memory(rt.device, rt.tight_memory)  # the last case's shared inputs, once dropped
-        served = rt.case(case.params, signed=case.signed)
+        served = rt.case(case.params, signed=case.signed, rng_seed=rng_seed)
         trace.mark(f"{case.name}: inputs made, their roles measured")
         pristine = served.data  # generated for this case alone and never given out: no copy needed (memory)
         reference = rt.expected(served, case.params)
@@ -112,6 +115,10 @@ class CaseRunner:
             return judged
         del received, reply  # the candidate's own memory: only the judge's copy is compared
         trace.mark(f"{case.name}: output copied and its integrity checked")
+        if case.name == self.keep:
+            self.kept = (answer.output, served.rng_seed)
+        elif rng_seed is not None:
+            self.captured = answer.output
         failure, message, judged.comparisons = judge_values(answer, reference, rt, case.params, pristine, checked)
         trace.mark(f"{case.name}: output compared")
         if late:
@@ -134,6 +141,19 @@ class CaseRunner:
         if benchmark and self.rules:
             judged.benchmark = contract.judge(self.rules, output, reference.leaves, checked)
         return checked
+
+    def repeat(self, case: Case, rng_seed: int) -> Any | None:
+        """The case's call made again from the same inputs and RNG seed; its output (the judge's copy), or
+        None where the call gave none (a crash, an exception, a forged reply)."""
+        self.diagnose, self.captured = False, None
+        try:
+            self.judge(Case(f"{case.name} (repeated)", case.params, case.shown, case.signed), rng_seed=rng_seed)
+        except Exception:  # noqa: BLE001  (a repeat that cannot run measures nothing)
+            return None
+        finally:
+            self.diagnose = True
+        captured, self.captured = self.captured, None
+        return captured
 
     def rerun(self, case: Case, signed: bool | None = None, serialize: bool = False) -> CaseResult | None:
         """The case again (its parameters and seed), for a diagnosis: not listed among the results, its values

@@ -9,7 +9,7 @@ import torch
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CheckResult, Finding, MemoryUse
 from kernel_mcp.worker import lease
-from kernel_mcp.worker.judge import contract, footprint, numerics, reruns
+from kernel_mcp.worker.judge import contract, determinism, footprint, numerics, reruns
 from kernel_mcp.worker.judge.case import CaseRunner, plan_cases, undeclared_shape
 from kernel_mcp.worker.judge.context import Judging
 from kernel_mcp.worker.judge.reference import ReferenceRuntime
@@ -123,12 +123,31 @@ def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judg
     beside ours, and the verdict."""
     cases = plan_cases(runtime.problem.tests, judging.request.fresh_seeds or runtime.problem.spec.fresh_seeds)
     cases += undeclared_shape(runtime, result)
-    runner = CaseRunner(runtime, session, result, contract.rules(runtime))
+    runner = CaseRunner(runtime, session, result, contract.rules(runtime),
+                        keep="" if runtime.tight_memory else determinism.REPEATED)
     ran = _run_cases(runner, cases, judging.reporter)
     _decide(result)
     reruns.name(runner, cases, result)
     if ran:
         contract.summarise(result, runner.rules)
+        _repeat(runner, cases, judging, result)
+
+
+def _repeat(runner: CaseRunner, cases: list, judging: Judging, result: CheckResult) -> None:
+    """The first test's call again (judge/determinism.py): in this host, and in a fresh one where the task
+    declares ``deterministic: true``."""
+    if runner.kept is None:
+        return
+    judging.reporter.progress("the first test again: the same bits?", len(cases), len(cases))
+    fresh = open_session(judging, runner.rt, Path(judging.request.candidate)) if runner.rt.problem.spec.deterministic \
+        else None
+    try:
+        started = fresh is not None and fresh.start(runner.rt.problem.spec.timeouts.import_) is None
+        scratch = CheckResult(passed=False, verdict="", problem=result.problem, candidate=result.candidate)
+        determinism.measure(runner, cases, result, CaseRunner(runner.rt, fresh, scratch, []) if started else None)
+    finally:
+        if fresh is not None:
+            fresh.close()
 
 
 def _run_cases(runner: CaseRunner, cases: list, reporter) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from kernel_mcp import __version__
-from kernel_mcp.provenance import Provenance
+from kernel_mcp.reproducibility import Provenance
 from kernel_mcp.worker import nvml
 from kernel_mcp.worker.protocol import Device
 

@@ -120,10 +120,11 @@ class ReferenceRuntime(ProblemInputs):
             "giving the inputs random signs makes the reference return NaN or Inf: they keep their own signs, "
             "so a shortcut exact only on nonnegative inputs cannot be caught on this problem"))
 
-    def case(self, params: dict[str, Any], signed: bool = False) -> CaseData:
+    def case(self, params: dict[str, Any], signed: bool = False, rng_seed: int | None = None) -> CaseData:
         """A case's inputs, with each input's role measured on them (judge/roles.py) and the unread ones
-        poisoned, and the reference's task-dtype run on what the candidate will get."""
-        self.rng_seed = secrets.randbits(31)
+        poisoned, and the reference's task-dtype run on what the candidate will get; ``rng_seed``: the RNG
+        seed of an earlier serving of the case (a repeat), else a fresh one."""
+        self.rng_seed = secrets.randbits(31) if rng_seed is None else rng_seed
         data = self.generate(params, signed)
         run = roles.measure(self.ref_kernel, data, self.recheck, self.declared_outputs,
                             outputs_only=self.problem.kind == "kernelbench")

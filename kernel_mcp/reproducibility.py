@@ -1,5 +1,7 @@
-"""Provenance: the device and software stack a result was measured on (issue 39), and what differs between
-two of them. Read by the judge (worker/judge/provenance.py); kept in results and snapshots."""
+"""Can a result be reproduced (issue 39)? Where it came from (``Provenance``: the device and software stack it
+was measured on, and what differs between two of them) and whether the same input gives the same bits
+(``Determinism``). Measured by the judge (worker/judge/provenance.py, determinism.py); kept in results and
+snapshots."""
 from __future__ import annotations
 
 from typing import ClassVar
@@ -30,3 +32,20 @@ class Provenance(BaseModel):
         counted as a difference."""
         return [f"{field} {getattr(self, field)} -> {getattr(other, field)}" for field in self.STACK
                 if getattr(self, field) and getattr(other, field) and getattr(self, field) != getattr(other, field)]
+
+
+class Determinism(BaseModel):
+    """The candidate's output on one input, computed again from the same input and RNG seed: bit for bit the
+    same or not (NaNs equal where their bits are)."""
+
+    case: str  # which case was repeated
+    same_process: bool | None = None  # a second call in the same process
+    fresh_process: bool | None = None  # a call in a second, fresh process (None: not run; it is run when
+    # the task declares ``deterministic: true``)
+    differing_elements: int = 0  # in the worse of the two repeats
+    elements: int = 0  # in the output
+
+    @property
+    def deterministic(self) -> bool | None:
+        seen = [v for v in (self.same_process, self.fresh_process) if v is not None]
+        return all(seen) if seen else None

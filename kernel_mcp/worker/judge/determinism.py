@@ -1,0 +1,88 @@
+"""Does the candidate give the same bits on the same input (issue 39)? Every check repeats its first listed
+test's call once in the same process, from the same inputs and RNG seed, and compares the two outputs bit for
+bit. A task that declares ``deterministic: true`` also gets the call in a second, fresh process (a host that
+has run nothing), and a difference there or in the repeat fails the check (``fail: nondeterministic``).
+
+Bit for bit: floats are compared as their bit patterns (a NaN equals a NaN of the same bits; -0.0 differs
+from 0.0), so an atomicAdd reduction that sums in another order shows even when the values round alike.
+Not measured where the float64 references wait in host memory (a problem near the device's size): keeping
+a second output there could be what runs it out of memory.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from kernel_mcp.reproducibility import Determinism
+from kernel_mcp.results import CheckResult, Finding
+from kernel_mcp.worker import tensors
+from kernel_mcp.worker.judge.case import Case, CaseRunner
+
+REPEATED = "test 0"  # the first listed test, with the task's own seed
+_BITS = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def differing(a: Any, b: Any) -> tuple[int, int]:
+    """(elements that differ bit for bit, elements) between two outputs of the same structure."""
+    first, second = tensors.leaves(a), tensors.leaves(b)
+    total = sum(t.numel() for _, t in first)
+    if [(p, t.shape, t.dtype) for p, t in first] != [(p, t.shape, t.dtype) for p, t in second]:
+        return total, total
+    return sum(_differing(x, y) for (_, x), (_, y) in zip(first, second)), total
+
+
+def _differing(x: torch.Tensor, y: torch.Tensor) -> int:
+    y = y.to(x.device)
+    pairs = x.is_complex()
+    if pairs:  # an element differs where its real or its imaginary part does
+        x, y = torch.view_as_real(x), torch.view_as_real(y)
+    if x.is_floating_point():
+        kind = _BITS[x.element_size()]
+        x, y = x.contiguous().view(kind), y.contiguous().view(kind)
+    unequal = x != y
+    return int(unequal.any(dim=-1).sum()) if pairs else int(unequal.sum())
+
+
+def measure(runner: CaseRunner, cases: list[Case], result: CheckResult, fresh: CaseRunner | None) -> None:
+    """Repeat the kept case (runner.kept) in the same process and, given ``fresh`` (a runner on a second
+    host), there too; record it in ``result.determinism``, and fail the check when the task declares the
+    property and the bits differ."""
+    case = next((c for c in cases if c.name == REPEATED), None)
+    if case is None or runner.kept is None:
+        return
+    output, seed = runner.kept
+    found = Determinism(case=case.name)
+    worst = 0
+    for where, on in (("same_process", runner), ("fresh_process", fresh)):
+        if on is None:
+            continue
+        again = on.repeat(case, seed)
+        if again is None:
+            continue
+        count, found.elements = differing(output, again)
+        setattr(found, where, count == 0)
+        worst = max(worst, count)
+    found.differing_elements = worst
+    result.determinism = found
+    _report(runner, result, found)
+
+
+def _report(runner: CaseRunner, result: CheckResult, found: Determinism) -> None:
+    declared = runner.rt.problem.spec.deterministic
+    if found.deterministic is None:
+        return
+    if found.deterministic:
+        where = "in a second call and in a fresh process" if found.fresh_process else "in a second call"
+        result.findings.append(Finding(code="deterministic", severity="info", message=(
+            f"{found.case}: the same bits {where} from the same input")))
+        return
+    where = " and ".join(w for w, same in (("a second call", found.same_process),
+                                          ("a fresh process", found.fresh_process)) if same is False)
+    message = (f"{found.case}: {found.differing_elements} of {found.elements} output elements differ bit for bit "
+               f"in {where} from the same input and RNG seed (an order of atomic adds, a race, or a split "
+               "that depends on timing)")
+    result.findings.append(Finding(code="nondeterministic", severity="error" if declared else "info",
+                                   message=message + ("; the task declares deterministic: true" if declared else "")))
+    if declared and result.passed:
+        result.passed, result.verdict, result.cause = False, "fail: nondeterministic", "nondeterministic"
