@@ -229,6 +229,11 @@ def _load_folder(folder: Path) -> Problem:
     for i, case in enumerate(task.tests + task.benchmarks):
         if "seed" not in case:
             raise UsageError(f"{task_path}: tests/benchmarks entry {i} has no 'seed' (problem {name})")
+    unknown = [k for k in (spec.random_shapes.ranges if spec.random_shapes else {})
+               if type(task.tests[0].get(k) if task.tests else None) is not int]
+    if unknown:
+        raise UsageError(f"{task_path}: random_shapes names {', '.join(unknown)}, which the first test does not give "
+                         f"as an integer size (problem {name})")
     warnings = [Finding(code="unknown_task_key", severity="warning",
                         message=f"{task_path}: top-level key {k!r} is neither GPU MODE's nor kernel_mcp's; ignored")
                 for k in raw if k not in GPU_MODE_KEYS | {"kernel_mcp"}]

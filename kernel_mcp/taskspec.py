@@ -69,6 +69,25 @@ class PropertySpec(_Strict):
     b: int = 1  # freivalds: index of B in the input tuple
 
 
+class RandomShapes(_Strict):
+    """Shapes drawn afresh in every check beside the listed tests (issue 39): each named size parameter
+    drawn in its inclusive range, log-uniformly, ragged (not a multiple of 16 where the range allows), its
+    bounds and a one-element size among the draws; the other parameters as the first test has them."""
+
+    ranges: dict[str, tuple[int, int]] = Field(..., min_length=1, description="size parameter -> [lowest, "
+                                               "highest], inclusive")
+    count: int = Field(2, ge=1, le=16, description="shapes drawn per check")
+
+    @field_validator("ranges")
+    @classmethod
+    def _ordered(cls, value: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+        for name, (low, high) in value.items():
+            if not 1 <= low <= high:
+                raise ValueError(f"{name}: a range is [lowest, highest] with 1 <= lowest <= highest, not "
+                                 f"[{low}, {high}]")
+        return value
+
+
 class KernelMcpSpec(_Strict):
     tolerance: ToleranceSpec = ToleranceSpec()
     flops: float | str | None = Field(None, description="flops of one call, expression over params")
@@ -79,6 +98,8 @@ class KernelMcpSpec(_Strict):
         "vector", description="the compute unit whose peak binds the roofline: tensor cores/matrix cores for "
         "matmul-like work, the vector unit otherwise")
     fresh_seeds: int = Field(1, ge=1, le=16, description="secret-seeded copies of each test per check")
+    random_shapes: RandomShapes | None = Field(None, description="size ranges to draw fresh shapes from in "
+                                               "every check, beside the listed tests")
     deterministic: bool = Field(False, description="the kernel must give the same bits on the same input in every "
                                 "run and process: checked by a repeated call and a call in a fresh process")
     output_args: list[int] | None = Field(

@@ -39,6 +39,22 @@ def plan_cases(tests: list[dict], fresh_seeds: int) -> list[Case]:
     return cases
 
 
+def random_shapes(rt: ReferenceRuntime, result: CheckResult) -> list[Case]:
+    """Shapes drawn afresh in the task's ranges (taskspec.RandomShapes); one the problem refuses (its
+    generate_input or reference raises) is dropped with a finding."""
+    spec = rt.problem.spec.random_shapes
+    if spec is None or not rt.problem.tests:
+        return []
+    cases, refused = [], []
+    for i, params in enumerate(shapes.drawn(rt.problem.tests[0], spec.ranges, spec.count)):
+        (cases if _accepted(rt, params) else refused).append(Case(f"random shape {i}", params, shapes.shown(params)))
+    if refused:
+        result.findings.append(Finding(code="random_shape_refused", severity="warning", message=(
+            "the problem itself refused drawn shapes (generate_input or the reference raised): "
+            + "; ".join(str({k: v for k, v in c.shown.items() if k != "seed"}) for c in refused))[:1000]))
+    return cases
+
+
 def undeclared_shape(rt: ReferenceRuntime, result: CheckResult) -> list[Case]:
     """The first variant of the task's shapes (judge/shapes.py) that generate_input and the reference accept, as
     one more case; else a finding saying why the problem could not be varied."""

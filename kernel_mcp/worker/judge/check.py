@@ -10,7 +10,7 @@ from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CheckResult, Finding, MemoryUse
 from kernel_mcp.worker import lease
 from kernel_mcp.worker.judge import contract, determinism, footprint, numerics, reruns
-from kernel_mcp.worker.judge.case import CaseRunner, plan_cases, undeclared_shape
+from kernel_mcp.worker.judge.case import CaseRunner, plan_cases, random_shapes, undeclared_shape
 from kernel_mcp.worker.judge.context import Judging
 from kernel_mcp.worker.judge.reference import ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
@@ -122,7 +122,7 @@ def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judg
     session; then the cause of a failure (with the calls its diagnosis needs), the benchmark's own contract
     beside ours, and the verdict."""
     cases = plan_cases(runtime.problem.tests, judging.request.fresh_seeds or runtime.problem.spec.fresh_seeds)
-    cases += undeclared_shape(runtime, result)
+    cases += undeclared_shape(runtime, result) + random_shapes(runtime, result)
     runner = CaseRunner(runtime, session, result, contract.rules(runtime),
                         keep="" if runtime.tight_memory else determinism.REPEATED)
     ran = _run_cases(runner, cases, judging.reporter)

@@ -7,7 +7,8 @@ a failing output's values tell are judge/causes.py's):
 * ``fresh_seed_only``: the task's own seeds pass, secret ones fail (an answer memoised or special-cased);
 * ``sign_dependent``: a KernelBench case fails with inputs given random signs and passes the same seed drawn
   as the problem draws it (a shortcut exact only on nonnegative inputs: a dropped ReLU or abs);
-* ``listed_shapes_only``: every listed shape passes, the shape the task does not list fails.
+* ``listed_shapes_only``: every listed shape passes, a shape the task does not list (the varied one, or one
+  drawn from its random_shapes ranges) fails.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def _from_pattern(runner: CaseRunner, cases: list[Case], result: CheckResult, fi
     listed_pass = all(c.passed for c in result.cases if c.name.startswith("test ") and "secret" not in c.name)
     if listed_pass and all("secret" in c.name for c in failed):
         return _fresh_or_signed(runner, by_name[first.name])
-    if listed_pass and all(c.name == "undeclared shape" for c in failed):
+    if listed_pass and all(c.name == "undeclared shape" or c.name.startswith("random shape") for c in failed):
         return "listed_shapes_only", ("every listed shape passes and the shape the task does not list fails: the "
                                       "kernel assumes sizes it was not given (hard-coded, or a multiple of its block)")
     if first.cause:  # its values told already (reduced_precision, approximation): no calls to make

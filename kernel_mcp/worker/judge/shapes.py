@@ -13,6 +13,7 @@ not be varied.
 from __future__ import annotations
 
 import math
+import random
 import secrets
 from typing import Any
 
@@ -58,6 +59,31 @@ def _move(value: int, step: int) -> int:
     says so, else up."""
     delta = step * secrets.choice(PRIMES)
     return value - delta if value - delta >= 1 and secrets.randbits(1) else value + delta
+
+
+def drawn(base: dict[str, Any], ranges: dict[str, tuple[int, int]], count: int) -> list[dict[str, Any]]:
+    """``count`` shapes drawn afresh (taskspec.RandomShapes): ``base``'s parameters with each ranged size
+    drawn log-uniformly in its range and made ragged; the first draw puts every size at its lowest (one
+    element where the range starts at 1), the second at its highest; a fresh secret seed each."""
+    rng = random.Random(secrets.randbits(64))
+    out = []
+    for i in range(count):
+        sizes = {name: (low if i == 0 else high if i == 1 else _ragged(_log_uniform(rng, low, high), low, high, rng))
+                 for name, (low, high) in ranges.items()}
+        out.append({**base, **sizes, "seed": secrets.randbits(31)})
+    return out
+
+
+def _log_uniform(rng: random.Random, low: int, high: int) -> int:
+    return min(high, max(low, round(math.exp(rng.uniform(math.log(low), math.log(high + 1))))))
+
+
+def _ragged(value: int, low: int, high: int, rng: random.Random) -> int:
+    """``value`` moved off multiples of 16 (a tile size no kernel may assume here) where the range allows."""
+    for candidate in (value, value + 1, value - 1, value + rng.randint(2, 15), value - rng.randint(2, 15)):
+        if low <= candidate <= high and (candidate % 16 or candidate == low == high):
+            return candidate
+    return value
 
 
 def _shape(case: dict[str, Any]) -> tuple:
