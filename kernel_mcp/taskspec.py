@@ -88,6 +88,15 @@ class RandomShapes(_Strict):
         return value
 
 
+class BatchInvariance(_Strict):
+    """Each row's result must not depend on the rest of the batch (issue 39; worker/judge/batch_invariance.py)."""
+
+    dim: int = Field(0, ge=0, description="the batch dimension, in the named inputs and in every output")
+    inputs: list[int] = Field(default_factory=lambda: [0], min_length=1, description="indices of the inputs "
+                              "(in the flattened input) that carry the batch dimension")
+    atol: float = Field(0.0, ge=0, description="0: bit for bit; else the largest difference allowed")
+
+
 class KernelMcpSpec(_Strict):
     tolerance: ToleranceSpec = ToleranceSpec()
     flops: float | str | None = Field(None, description="flops of one call, expression over params")
@@ -100,6 +109,8 @@ class KernelMcpSpec(_Strict):
     fresh_seeds: int = Field(1, ge=1, le=16, description="secret-seeded copies of each test per check")
     random_shapes: RandomShapes | None = Field(None, description="size ranges to draw fresh shapes from in "
                                                "every check, beside the listed tests")
+    batch_invariant: BatchInvariance | None = Field(None, description="each row's result must be the same "
+                                                    "whatever else is in the batch")
     deterministic: bool = Field(False, description="the kernel must give the same bits on the same input in every "
                                 "run and process: checked by a repeated call and a call in a fresh process")
     output_args: list[int] | None = Field(

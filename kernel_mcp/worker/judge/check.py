@@ -9,7 +9,7 @@ import torch
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CheckResult, Finding, MemoryUse
 from kernel_mcp.worker import lease
-from kernel_mcp.worker.judge import contract, determinism, footprint, numerics, reruns
+from kernel_mcp.worker.judge import batch_invariance, contract, determinism, footprint, numerics, reruns
 from kernel_mcp.worker.judge.case import CaseRunner, plan_cases, random_shapes, undeclared_shape
 from kernel_mcp.worker.judge.context import Judging
 from kernel_mcp.worker.judge.reference import ReferenceRuntime
@@ -135,7 +135,8 @@ def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judg
 
 def _repeat(runner: CaseRunner, cases: list, judging: Judging, result: CheckResult) -> None:
     """The first test's call again (judge/determinism.py): in this host, and in a fresh one where the task
-    declares ``deterministic: true``."""
+    declares ``deterministic: true``; then, where the task declares it, on sub-batches of its inputs
+    (judge/batch_invariance.py)."""
     if runner.kept is None:
         return
     judging.reporter.progress("the first test again: the same bits?", len(cases), len(cases))
@@ -148,6 +149,7 @@ def _repeat(runner: CaseRunner, cases: list, judging: Judging, result: CheckResu
     finally:
         if fresh is not None:
             fresh.close()
+    batch_invariance.measure(runner, cases, result)
 
 
 def _run_cases(runner: CaseRunner, cases: list, reporter) -> bool:
