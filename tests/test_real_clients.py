@@ -31,8 +31,8 @@ from node_tools import node_cli_or_skip
 INSPECTOR = ("@modelcontextprotocol/inspector", "mcp-inspector")
 CLAUDE = ("@anthropic-ai/claude-code", "claude")
 CODEX = ("@openai/codex", "codex")
-TOOLS = {"check", "compile", "profile", "roofline", "evaluate", "snapshot", "history", "diff", "restore", "status",
-         "steer", "evaluate_start", "profile_start", "roofline_start", "job_wait"}
+TOOLS = {"check", "compile", "sanitize", "profile", "roofline", "evaluate", "snapshot", "history", "diff", "restore",
+         "status", "steer", "evaluate_start", "profile_start", "roofline_start", "job_wait"}
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
 EVALUATE = {"problem": "vector_add", "candidate": "add.py", "device": "cpu", "budget_s": 3}
 PROMPT = "Evaluate add.py on the vector_add problem with the kernel-mcp evaluate tool."

@@ -24,7 +24,7 @@ from kernel_mcp.views.roofline_chart import draw
 HONEST = "def custom_kernel(data):\n    a, b = data\n    return a + b\n"
 LONG_TOOLS = ("evaluate", "profile", "roofline")
 JOB_TOOLS = {"evaluate_start", "profile_start", "roofline_start", "job_wait"}
-TOOLS = {"check", "compile", *LONG_TOOLS, "snapshot", "history", "diff", "restore", "status", "steer", *JOB_TOOLS}
+TOOLS = {"check", "compile", "sanitize", *LONG_TOOLS, "snapshot", "history", "diff", "restore", "status", "steer", *JOB_TOOLS}
 QUICK = {"device": "cpu", "budget_s": 1, "shapes": "tests"}  # CPU, the small test shapes
 
 

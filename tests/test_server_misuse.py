@@ -18,6 +18,8 @@ MISUSES = [
     ("check", {**CALL, "problem": HUGE_PATH}, "too long"),
     ("check", {**CALL, "device": "x" * 100_000}, "unknown device"),
     ("compile", {"candidate": HUGE_PATH}, "too long"),
+    ("sanitize", {**CALL, "candidate": HUGE_PATH}, "too long"),
+    ("sanitize", {**CALL, "tools": ["valgrind"]}, "unknown sanitizer tool"),
     ("compile", {"candidate": "vector_add/baseline.py", "targets": ["sm_" + "9" * 100_000]}, "target"),
     ("profile", {**QUICK, "baseline": HUGE_PATH}, "too long"),
     ("roofline", {**QUICK, "png": HUGE_PATH}, "too long"),

@@ -69,6 +69,19 @@ def profile(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG,
 
 
 @app.command()
+def sanitize(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG, device: str = DEVICE_OPT,
+             tool: Optional[list[str]] = typer.Option(None, help="memcheck | racecheck | initcheck | synccheck "
+                                                      "(repeat it; default: all four)"),
+             as_json: bool = JSON_OPT) -> None:
+    """The candidate's kernels on the smallest test under NVIDIA Compute Sanitizer. Exit 0 clean, 1 errors found
+    or a tool could not run, 2 usage."""
+    from kernel_mcp.tools.sanitize import sanitize as run
+    result = _emit(lambda _: run(problem, candidate, device=device, tools=tool),
+                   lambda r, out: out.print(r.message or r.summary, markup=False, highlight=False), as_json)
+    raise typer.Exit(0 if result.clean else 1)
+
+
+@app.command()
 def roofline(problem: Path = PROBLEM_ARG, candidate: Path = CANDIDATE_ARG, device: str = DEVICE_OPT,
              png: Optional[Path] = typer.Option(None, help="write the roofline chart to this .png file"),
              target_ci: float = TARGET_CI_OPT, budget: float = BUDGET_OPT, shapes: str = SHAPES_OPT,

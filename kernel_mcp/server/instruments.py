@@ -1,4 +1,4 @@
-"""The instruments as one-call tools: check, compile, profile, roofline, evaluate.
+"""The instruments as one-call tools: check, compile, sanitize, profile, roofline, evaluate.
 
 profile, roofline and evaluate can take minutes; each is built here as a ``Work`` (arguments validated
 first, so misuse is refused before anything runs) that the one-call tool runs while sending progress
@@ -9,6 +9,7 @@ from __future__ import annotations
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
+from kernel_mcp.backends.sanitizer import SanitizeResult
 from kernel_mcp.results import CheckResult, ProfileSettings
 from kernel_mcp.server.common import READ_ONLY, WRITES_SNAPSHOTS, Shapes, ToolSpace, run_blocking, tool_errors
 from kernel_mcp.server.jobs import Work
@@ -18,6 +19,7 @@ from kernel_mcp.tools.compile import compile as run_compile
 from kernel_mcp.tools.evaluate import evaluate
 from kernel_mcp.tools.profile import profile
 from kernel_mcp.tools.roofline import roofline
+from kernel_mcp.tools.sanitize import sanitize as run_sanitize
 from kernel_mcp.views.summaries import (CompileSummary, EvaluateSummary, ProfileSummary, RooflineSummary,
                                         summarize_compile, summarize_evaluate, summarize_profile, summarize_roofline)
 from kernel_mcp.worker import Runner
@@ -136,3 +138,16 @@ def _register_check_and_compile(server: MCPServer, space: ToolSpace, runner: Run
         result = await run_blocking(ctx, lambda progress: run_compile(cand, problem=prob, targets=targets, asm=asm,
                                                               on_progress=progress, runner=runner))
         return summarize_compile(result, detail)
+
+    @server.tool(annotations=READ_ONLY)
+    async def sanitize(problem: str, candidate: str, device: str = "auto", tools: list[str] | None = None,
+                       *, ctx: Context) -> SanitizeResult:
+        """Run the candidate's kernels on the problem's smallest test under NVIDIA Compute Sanitizer: memcheck
+        (out-of-bounds or misaligned accesses), racecheck (shared-memory races), initcheck (reads of
+        uninitialised memory), synccheck (barrier misuse). Per tool: clean, or each kind of error with its
+        kernel and source line. For a kernel that passes on some inputs and not others, or before trusting
+        masks and barriers. Slow (the tools replay every kernel); needs an NVIDIA GPU and compute-sanitizer,
+        and says so where they are missing."""
+        prob, cand = space.problem(problem), space.path(candidate)
+        return await run_blocking(ctx, lambda progress: run_sanitize(prob, cand, device=device, tools=tools,
+                                                               runner=runner))

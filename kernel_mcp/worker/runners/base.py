@@ -22,6 +22,20 @@ def harness_error(model: type[CheckResult] | type[ProfileResult], problem: Probl
                  findings=[Finding(code=code, message=message)], **untrusted)
 
 
+class OnThisMachine:
+    """What a pool and a Ray runner both do with this machine's own runner (``_local``): the device held alone
+    for work in the caller (calibrate), and the sanitizer, which needs the GPU held alone as counters do."""
+
+    _local: Runner
+
+    def exclusive(self, device: Device, on_progress: ProgressFn | None = None) -> AbstractContextManager:
+        return self._local.exclusive(device, on_progress)
+
+    def sanitize(self, problem: Problem, candidate: Path, device: Device, tools: tuple[str, ...],
+                 params: dict) -> tuple[list, list[str]]:
+        return self._local.sanitize(problem, candidate, device, tools, params)
+
+
 class Runner(Protocol):
     """What tools ask of a runner: LocalRunner (local.py), PoolRunner (runners/pool.py), RayRunner (ray.py)."""
     parallel: int  # evaluations worth running at once
@@ -31,6 +45,8 @@ class Runner(Protocol):
     def step(self, request, problem: Problem, timeout_s: float, device: Device | None = None) -> StepReply: ...
     def counters(self, result: ProfileResult, problem: Problem, candidate: Path, device: Device | None,
                  shape: int = 0) -> None: ...
+    def sanitize(self, problem: Problem, candidate: Path, device: Device, tools: tuple[str, ...],
+                 params: dict) -> tuple[list, list[str]]: ...
     def exclusive(self, device: Device, on_progress: ProgressFn | None = None) -> AbstractContextManager: ...
     def local_gpu(self) -> Device | None: ...
     def resolved(self, device: str) -> Device | None: ...

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from kernel_mcp.backends.sanitizer import ToolReport
 from kernel_mcp.counters.report import CounterReport
 from kernel_mcp.errors import UsageError
 from kernel_mcp.problem import Problem, load_problem
@@ -26,6 +27,7 @@ from kernel_mcp.results import CheckResult, ProfileResult
 from kernel_mcp.worker import lease
 from kernel_mcp.worker.isolation import proctree, sandbox
 from kernel_mcp.worker.launch.counters import run_counters
+from kernel_mcp.worker.launch.sanitize import run_sanitizer
 from kernel_mcp.worker.launch.judge import JudgeFailure, JudgeProcess
 from kernel_mcp.worker.launch.judge import claim as claim_prestarted
 from kernel_mcp.worker.launch.step import StepProcess
@@ -182,6 +184,22 @@ class LocalRunner:
             result.findings.append(tampering_finding(tampered))
         result.counters = self._redactor.model(result.counters)
         apply_witness(result, result.counters)
+
+    # --- compute-sanitizer: the same target, each tool in turn, the device held exclusively -----------------
+    def sanitize(self, problem: Problem, candidate: Path, device: Device, tools: tuple[str, ...],
+                 params: dict) -> tuple[list[ToolReport], list[str]]:
+        """The candidate's one-call target under each sanitizer tool: the reports, and what the file guard
+        found the candidate changed (a file it restored)."""
+        spec = json.dumps({"problem": str(problem.path), "candidate": str(candidate), "params": params,
+                           "device": device.torch})
+        token = secrets.token_hex(16)
+        env = sandbox.harness_env(**self.pin, **{sandbox.RUN_TOKEN_VAR: token})
+        with self._guarded(problem, candidate, in_namespace=False) as tampered:  # the tool runs it unsealed
+            with lease.hold(device, exclusive=True):
+                reports = run_sanitizer([sys.executable, "-B", "-m", "kernel_mcp.worker.steps.counter_target", spec],
+                                        env, problem.spec.timeouts.total, tools)
+            proctree.kill_by_token(token)
+        return [self._redactor.model(r) for r in reports], [tampering_finding(tampered).message] if tampered else []
 
     @contextmanager
     def exclusive(self, device: Device, on_progress: ProgressFn | None = None) -> Iterator[None]:

@@ -20,7 +20,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from kernel_mcp.problem import Problem
 from kernel_mcp.results import CheckResult, Finding, ProfileResult
 from kernel_mcp.worker.protocol import Device, JudgeRequest, ProgressFn, StepReply, parse_device
 from kernel_mcp.worker.resolve import resolve
+from kernel_mcp.worker.runners.base import OnThisMachine
 from kernel_mcp.worker.runners.local import LocalRunner
 from kernel_mcp.worker.runners.ray import RayRunner
 
@@ -54,7 +54,7 @@ class _Waiter:
     ticket: object = field(default_factory=object)
 
 
-class PoolRunner:
+class PoolRunner(OnThisMachine):
     """Several workers behind the Runner methods (base.Runner). Use ``gpu_pool`` or ``cpu_pool``."""
 
     def __init__(self, workers: list[tuple[str, str, int | None, dict[str, str]]], warm: bool = True,
@@ -192,9 +192,6 @@ class PoolRunner:
         """The device this thread's last judge ran on, as its worker sees it (cuda:0 when pinned)."""
         worker = getattr(self._last, "worker", None)
         return worker.runner.resolved(worker.device) if worker else self._local.resolved(device)
-
-    def exclusive(self, device: Device, on_progress: ProgressFn | None = None) -> AbstractContextManager:
-        return self._local.exclusive(device, on_progress)
 
     def local_gpu(self) -> Device | None:
         """The pool's first GPU as this process numbers it (None for a CPU pool). Imports torch."""

@@ -19,7 +19,7 @@ import socket
 import tempfile
 import threading
 import time
-from contextlib import AbstractContextManager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from kernel_mcp.errors import UsageError
 from kernel_mcp.problem import Problem, imported_closure, load_problem
 from kernel_mcp.results import CheckResult, ProfileResult
 from kernel_mcp.worker.protocol import Device, JudgeRequest, ProgressFn, StepReply
-from kernel_mcp.worker.runners.base import BOOT_TIMEOUT_S, HARNESS_MARGIN_S, harness_error
+from kernel_mcp.worker.runners.base import BOOT_TIMEOUT_S, HARNESS_MARGIN_S, OnThisMachine, harness_error
 from kernel_mcp.worker.runners.local import LocalRunner
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2]  # this kernel_mcp/, shipped to the workers
@@ -50,7 +50,7 @@ class RayAttempt:
     device: Device | None
 
 
-class RayRunner:
+class RayRunner(OnThisMachine):
     """The Runner methods (base.Runner), judges on a Ray cluster, compile steps here. ``address``: "auto" (RAY_ADDRESS
     or this machine's cluster), "HOST:6379", "ray://HOST:10001" (Ray Client) or "local" (start one here; ``init_kwargs``
     go to ``ray.init``). ``retries``: how often a task lost with its worker runs again. ``spares``: judges booted ahead
@@ -172,9 +172,6 @@ class RayRunner:
                  shape: int = 0) -> None:
         result.counters = CounterReport(message="hardware counters are not taken through a Ray cluster (ncu needs "
                                                 "the GPU held alone on its node): profile on that machine for them")
-
-    def exclusive(self, device: Device, on_progress: ProgressFn | None = None) -> AbstractContextManager:
-        return self._local.exclusive(device, on_progress)
 
     def local_gpu(self) -> Device | None:
         return self._local.local_gpu()
