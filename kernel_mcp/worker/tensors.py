@@ -53,6 +53,11 @@ def same_output(a: Any, b: Any) -> bool:
             and all(same_bytes(x, y) for (_, x), (_, y) in zip(left, right)))
 
 
+def nbytes(tree: Any) -> int:
+    """Bytes of every tensor in ``tree``."""
+    return sum(t.numel() * t.element_size() for _, t in leaves(tree))
+
+
 def clone(tree: Any) -> Any:
     return tree_map(lambda t: t.detach().clone(), tree)
 

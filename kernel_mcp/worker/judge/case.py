@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernel_mcp.results import CaseResult, CheckResult, Finding
-from kernel_mcp.worker import trace
+from kernel_mcp.worker import tensors, trace
 from kernel_mcp.worker.judge import causes, contract, degenerate, shapes
 from kernel_mcp.worker.judge.outputs import judge_values, output_integrity, problem_check, resolve_input_refs
 from kernel_mcp.worker.judge.parking import release_device_memory
 from kernel_mcp.worker.judge.reference import ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
 
+KEEP_BYTES = 1 << 29  # an output kept for the determinism repeat: a larger one would outgrow the memory measured
 LATE = ("the output changed after the call returned: work that writes it was left on a stream the caller's "
         "stream does not wait for (join side streams before returning: current_stream().wait_stream(s)), "
         "so a caller reading it on its own stream reads it unfinished")
@@ -131,7 +132,7 @@ class CaseRunner:
             return judged
         del received, reply  # the candidate's own memory: only the judge's copy is compared
         trace.mark(f"{case.name}: output copied and its integrity checked")
-        if case.name == self.keep:
+        if case.name == self.keep and tensors.nbytes(answer.output) <= KEEP_BYTES:
             self.kept = (answer.output, served.rng_seed)
         elif rng_seed is not None:
             self.captured = answer.output

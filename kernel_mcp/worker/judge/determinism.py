@@ -5,8 +5,8 @@ has run nothing), and a difference there or in the repeat fails the check (``fai
 
 Bit for bit: floats are compared as their bit patterns (a NaN equals a NaN of the same bits; -0.0 differs
 from 0.0), so an atomicAdd reduction that sums in another order shows even when the values round alike.
-Not measured where the float64 references wait in host memory (a problem near the device's size): keeping
-a second output there could be what runs it out of memory.
+Not measured where the float64 references wait in host memory (a problem near the device's size), nor for
+an output over 512 MiB (case.KEEP_BYTES): the check's memory was measured without a second output kept.
 """
 from __future__ import annotations
 
