@@ -21,7 +21,6 @@ from kernel_mcp.taskspec import BatchInvariance
 from kernel_mcp.worker import tensors
 from kernel_mcp.worker.judge.case import Case, CaseRunner
 from kernel_mcp.worker.judge.determinism import REPEATED
-from kernel_mcp.worker.judge.outputs import resolve_input_refs
 
 
 def measure(runner: CaseRunner, cases: list[Case], result: CheckResult) -> None:
@@ -39,7 +38,7 @@ def measure(runner: CaseRunner, cases: list[Case], result: CheckResult) -> None:
             f"{case.name}: the batch dimension {spec.dim} has {batch} row(s): nothing to vary")))
         return
     for rows in _subsets(batch):
-        out = _call(runner, _cut(data, spec, rows), seed)
+        out = runner.call(_cut(data, spec, rows), seed)
         worst = _worst(out, full, spec, rows)
         if worst:
             result.passed, result.verdict, result.cause = False, "fail: batch_variant", "batch_variant"
@@ -73,20 +72,6 @@ def _cut(data: Any, spec: BatchInvariance, rows: torch.Tensor) -> Any:
         mine = next(index) in spec.inputs
         return t.index_select(spec.dim, rows.to(t.device)).contiguous() if mine else t.clone()
     return tensors.tree_map(cut, data)
-
-
-def _call(runner: CaseRunner, data: Any, seed: int) -> Any | None:
-    """One call of the candidate on ``data``; the judge's copy of its output, None where it gave none."""
-    rt, call_id = runner.rt, runner.calls
-    runner.calls += 1
-    shared = rt.share_copy(data)
-    reply = runner.session.call(call_id, shared, rt.call_timeout, seed)
-    if reply.kind != "output":
-        return None
-    try:
-        return tensors.clone(resolve_input_refs(reply.output, shared))
-    except ValueError:
-        return None
 
 
 def _worst(out: Any, full: Any, spec: BatchInvariance, rows: torch.Tensor) -> str:

@@ -94,13 +94,12 @@ class CaseRunner:
     diagnose: bool = True  # name a mismatch's cause from its values (off for the diagnostic re-runs)
     keep: str = ""  # the case whose output (and RNG seed) is kept for a repeat (judge/determinism.py)
     kept: tuple[Any, int] | None = None
-    captured: Any = None  # the output of the last case judged, while a repeat asks for it
 
-    def judge(self, case: Case, serialize: bool = False, rng_seed: int | None = None) -> CaseResult:
+    def judge(self, case: Case, serialize: bool = False) -> CaseResult:
         rt, call_id = self.rt, self.calls
         self.calls += 1
         release_device_memory(rt.device, rt.tight_memory)  # the last case's shared inputs, once dropped
-        served = rt.case(case.params, signed=case.signed, rng_seed=rng_seed)
+        served = rt.case(case.params, signed=case.signed)
         trace.mark(f"{case.name}: inputs made, their roles measured")
         pristine = served.data  # generated for this case alone and never given out: no copy needed (memory)
         reference = rt.expected(served, case.params)
@@ -134,8 +133,6 @@ class CaseRunner:
         trace.mark(f"{case.name}: output copied and its integrity checked")
         if case.name == self.keep and tensors.nbytes(answer.output) <= KEEP_BYTES:
             self.kept = (answer.output, served.rng_seed)
-        elif rng_seed is not None:
-            self.captured = answer.output
         failure, message, judged.comparisons = judge_values(answer, reference, rt, case.params, pristine, checked)
         trace.mark(f"{case.name}: output compared")
         if late:
@@ -160,17 +157,24 @@ class CaseRunner:
         return checked
 
     def repeat(self, case: Case, rng_seed: int) -> Any | None:
-        """The case's call made again from the same inputs and RNG seed; its output (the judge's copy), or
-        None where the call gave none (a crash, an exception, a forged reply)."""
-        self.diagnose, self.captured = False, None
-        try:
-            self.judge(Case(f"{case.name} (repeated)", case.params, case.shown, case.signed), rng_seed=rng_seed)
-        except Exception:  # noqa: BLE001  (a repeat that cannot run measures nothing)
+        """The case's call made again from the same inputs and RNG seed, not judged (no float64 reference:
+        only its bits are wanted); its output, or None where the call gave none."""
+        release_device_memory(self.rt.device, self.rt.tight_memory)
+        return self.call(self.rt.case(case.params, signed=case.signed, rng_seed=rng_seed).data, rng_seed)
+
+    def call(self, data: Any, rng_seed: int) -> Any | None:
+        """One call of the candidate on ``data`` outside the cases (a repeat, a sub-batch): the judge's copy of
+        its output, or None where it gave none (a crash, an exception, a reply that does not fit)."""
+        call_id = self.calls
+        self.calls += 1
+        shared = self.rt.share_copy(data)
+        reply = self.session.call(call_id, shared, self.rt.call_timeout, rng_seed)
+        if reply.kind != "output":
             return None
-        finally:
-            self.diagnose = True
-        captured, self.captured = self.captured, None
-        return captured
+        try:
+            return tensors.clone(resolve_input_refs(reply.output, shared))
+        except ValueError:
+            return None
 
     def rerun(self, case: Case, signed: bool | None = None, serialize: bool = False) -> CaseResult | None:
         """The case again (its parameters and seed), for a diagnosis: not listed among the results, its values

@@ -49,7 +49,10 @@ def measure(runner: CaseRunner, cases: list[Case], result: CheckResult, fresh: C
     for where, on in (("same_process", runner), ("fresh_process", fresh)):
         if on is None:
             continue
-        again = on.repeat(case, seed)
+        try:
+            again = on.repeat(case, seed)
+        except Exception:  # noqa: BLE001  (a repeat that cannot run measures nothing; the verdict stands)
+            again = None
         if again is None:
             continue
         count, found.elements = differing(output, again)
