@@ -4,14 +4,12 @@ Expected failure is data (``CheckResult(passed=False, ...)``); misuse raises ``e
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernel_mcp.counters import CounterReport
 from kernel_mcp.hardware.occupancy import Occupancy
-from kernel_mcp.history.snapshots import Snapshot
 from kernel_mcp.reproducibility import Determinism, Provenance
 
 
@@ -272,29 +270,3 @@ class CompileResult(BaseModel):
     cached: bool = False
     seconds: float = 0.0
     log_tail: str = ""
-
-
-class EvaluateRequest(BaseModel):
-    """One evaluation as every caller asks for it (the MCP tool and its job form, the CLI, the optimize loop):
-    built and validated once, where the caller builds it (tools/_request.evaluate_request), then passed down."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    root: Path = Field(description="the workspace whose snapshot store keeps the attempt")
-    problem: Path
-    candidate: Path
-    device: str = "auto"
-    settings: ProfileSettings = Field(default_factory=ProfileSettings)
-    author: str = "agent"
-    note: str = Field("", description="what this attempt tries, kept with its snapshot")
-    parent: str | None = Field(None, description="the snapshot this attempt started from")
-
-
-class EvaluateResult(BaseModel):
-    verdict: str  # the profile's verdict, or "compile failed"
-    passed: bool
-    trusted: bool
-    speedup: float | None = None
-    compile: CompileResult | None = None
-    roofline: RooflineResult | None = None  # holds the profile, which holds the check
-    snapshot: Snapshot

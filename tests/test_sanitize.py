@@ -91,3 +91,20 @@ def test_the_command_line_names_the_tool_and_says_what_it_found(tmp_path):
                           str(VECTOR_ADD / "baseline.py"), "--device", "cpu", "--tool", "valgrind"], cwd=REPO,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown sanitizer tool" in bad.stderr
+
+
+def test_evaluate_runs_the_sanitizer_when_asked(tmp_path):
+    import shutil
+
+    from kernel_mcp.tools._request import evaluate_request
+    from kernel_mcp.tools.evaluate import evaluate
+    from kernel_mcp.views.summaries import summarize_evaluate
+    root = tmp_path / "ws"
+    shutil.copytree(VECTOR_ADD, root / "vector_add", ignore=shutil.ignore_patterns("__pycache__", "solutions"))
+    request = evaluate_request(root=root, problem=root / "vector_add", candidate=root / "vector_add" / "baseline.py",
+                               device="cpu", budget_s=1.0, shapes="tests", sanitize=True)
+    result = evaluate(request)
+    assert result.passed and result.sanitize is not None and result.sanitize.message == NO_GPU
+    assert summarize_evaluate(result).sanitize == NO_GPU
+    plain = evaluate(request.model_copy(update={"sanitize": False}))
+    assert plain.sanitize is None and summarize_evaluate(plain).sanitize == ""

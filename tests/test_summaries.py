@@ -3,7 +3,7 @@ from kernel_mcp.hardware.occupancy import Occupancy
 from kernel_mcp.history.snapshots import Snapshot
 from kernel_mcp.results import (BenchmarkVerdict, CaseResult, CheckResult, CompileResult, Finding, KernelBuild,
                                 ProfileResult, RooflinePoint, RooflineResult, RooflineShape, ShapeProfile, Timing)
-from kernel_mcp.results import EvaluateResult
+from kernel_mcp.evaluation import EvaluateResult
 from kernel_mcp.views.summaries import (MAX_FAILURES, MESSAGE_CHARS, summarize_compile, summarize_evaluate,
                                         summarize_profile, summarize_roofline)
 

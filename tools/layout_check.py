@@ -18,7 +18,7 @@ R3  the trust boundary: worker/host/ and worker/steps/ (untrusted processes) and
 R4  the door: outside worker/, code imports from kernel_mcp.worker only the names its __init__ exports (its
     _DOOR table) and the messages of kernel_mcp.worker.protocol; worker/'s shared root modules import none of
     its process folders
-R5  layers: the vocabulary (errors, results, reproducibility, problem, taskspec, expr, stats, files, workspace), hardware/,
+R5  layers: the vocabulary (errors, results, evaluation, reproducibility, problem, taskspec, expr, stats, files, workspace), hardware/,
     history/, views/, counters/ and backends/ never import tools/, server/, agent/, cli/, install/ or worker/
     (backends and counters: the door and worker.protocol only); worker/ never imports the front ends
 R6  only kernel_mcp/worker/runners/ray.py imports ``ray``
@@ -66,8 +66,8 @@ JUDGE_MAY_TAKE_FROM_HOST = tuple(f"kernel_mcp.worker.host.{m}" for m in ("factor
 PROCESS_FOLDERS = tuple(f"kernel_mcp.worker.{f}" for f in ("runners", "launch", "judge", "host", "steps",
                                                            "isolation"))
 DOOR_MODULES = ("kernel_mcp.worker", "kernel_mcp.worker.protocol")
-LOWER = (*(f"kernel_mcp/{m}.py" for m in ("errors", "results", "reproducibility", "problem", "taskspec", "expr",
-                                          "stats", "files", "workspace")),
+LOWER = (*(f"kernel_mcp/{m}.py" for m in ("errors", "results", "evaluation", "reproducibility", "problem", "taskspec",
+                                          "expr", "stats", "files", "workspace")),
          "kernel_mcp/hardware/", "kernel_mcp/history/", "kernel_mcp/views/", "kernel_mcp/counters/",
          "kernel_mcp/backends/")
 FRONT_ENDS = ("kernel_mcp.tools", "kernel_mcp.server", "kernel_mcp.agent", "kernel_mcp.cli", "kernel_mcp.install")

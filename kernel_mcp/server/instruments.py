@@ -34,8 +34,8 @@ DOES = {
                 "binding roof and bound class per shape; optionally a PNG chart written in the workspace. Compact "
                 "summary; detail=true adds the full result (headroom, achieved TFLOP/s and GB/s...) under `detail`.",
     "evaluate": "The one call per attempt: compile -> check -> profile -> roofline -> snapshot (kept in git with its "
-                "numbers; `parent` is the snapshot this attempt started from). Compact summary with the snapshot id; "
-                "detail=true adds the full result under `detail`.",
+                "numbers; `parent` is the snapshot this attempt started from); sanitize=true adds Compute Sanitizer "
+                "(slow). Compact summary with the snapshot id; detail=true adds the full result under `detail`.",
 }
 
 
@@ -80,7 +80,8 @@ def roofline_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: 
 
 def evaluate_call(space: ToolSpace, runner: Runner, *, problem: str, candidate: str, detail: bool,
                   **fields) -> Work:
-    """``fields``: the rest of an EvaluateRequest (device, budget_s, shapes, author, note, parent), checked now."""
+    """``fields``: the rest of an EvaluateRequest (device, budget_s, shapes, author, note, parent, sanitize), checked
+    now."""
     with tool_errors():
         request = evaluate_request(root=space.root, problem=space.problem(problem), candidate=space.path(candidate),
                                    **fields)
@@ -112,10 +113,11 @@ def register_instruments(server: MCPServer, space: ToolSpace, runner: Runner) ->
     @server.tool(annotations=WRITES_SNAPSHOTS, description=one_call("evaluate"))
     async def evaluate(problem: str, candidate: str, device: str = "auto", budget_s: float = 60.0,
                        shapes: Shapes = "benchmarks", author: str = "agent", note: str = "",
-                       parent: str | None = None, detail: bool = False, *, ctx: Context) -> EvaluateSummary:
+                       parent: str | None = None, sanitize: bool = False, detail: bool = False,
+                       *, ctx: Context) -> EvaluateSummary:
         return await run_blocking(ctx, evaluate_call(space, runner, problem=problem, candidate=candidate,
                                                      device=device, budget_s=budget_s, shapes=shapes, author=author,
-                                                     note=note, parent=parent, detail=detail))
+                                                     note=note, parent=parent, sanitize=sanitize, detail=detail))
 
 
 def _register_check_and_compile(server: MCPServer, space: ToolSpace, runner: Runner) -> None:

@@ -40,10 +40,10 @@ def register_job_tools(server: MCPServer, space: ToolSpace, runner: Runner, boar
     @server.tool(annotations=WRITES_SNAPSHOTS, description=start_form("evaluate"))
     async def evaluate_start(problem: str, candidate: str, device: str = "auto", budget_s: float = 60.0,
                              shapes: Shapes = "benchmarks", author: str = "agent", note: str = "",
-                             parent: str | None = None, detail: bool = False) -> Job:
+                             parent: str | None = None, sanitize: bool = False, detail: bool = False) -> Job:
         return start("evaluate", evaluate_call(space, runner, problem=problem, candidate=candidate, device=device,
                                                budget_s=budget_s, shapes=shapes, author=author, note=note,
-                                               parent=parent, detail=detail))
+                                               parent=parent, sanitize=sanitize, detail=detail))
 
     @server.tool(annotations=READ_ONLY, description=start_form("profile"))
     async def profile_start(problem: str, candidate: str, baseline: str | None = None, device: str = "auto",

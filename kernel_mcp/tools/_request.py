@@ -8,7 +8,8 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from kernel_mcp.errors import UsageError
-from kernel_mcp.results import EvaluateRequest, ProfileSettings
+from kernel_mcp.evaluation import EvaluateRequest
+from kernel_mcp.results import ProfileSettings
 from kernel_mcp.worker.protocol import JudgeRequest, field_problems, parse_device
 
 M = TypeVar("M")

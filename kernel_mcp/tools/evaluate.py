@@ -1,4 +1,5 @@
-"""evaluate: compile -> check -> profile -> roofline -> snapshot in one call, the one agents use most."""
+"""evaluate: compile -> check -> profile -> roofline (-> sanitize, when asked) -> snapshot in one call, the one
+agents use most."""
 from __future__ import annotations
 
 import sys
@@ -7,10 +8,12 @@ from pathlib import Path
 
 from kernel_mcp.errors import NoKernelFound, UsageError
 from kernel_mcp.problem import load_problem
-from kernel_mcp.results import EvaluateRequest, EvaluateResult, RooflineResult
+from kernel_mcp.evaluation import EvaluateRequest, EvaluateResult
+from kernel_mcp.results import RooflineResult
 from kernel_mcp.tools import snapshot as snapshots
 from kernel_mcp.tools.compile import compile as compile_candidate
 from kernel_mcp.tools.roofline import roofline
+from kernel_mcp.tools.sanitize import sanitize
 from kernel_mcp.views.roofline_chart import draw
 from kernel_mcp.worker import Runner
 from kernel_mcp.worker.protocol import ProgressFn
@@ -38,11 +41,12 @@ def evaluate(request: EvaluateRequest, runner: Runner | None = None,
     roof = roofline(problem, candidate, device=request.device, settings=request.settings, on_progress=on_progress,
                     runner=runner)
     prof = roof.profile
+    checked = sanitize(problem, candidate, device=request.device, runner=runner) if request.sanitize else None
     _unchanged(candidate, evaluated)
     snap = snapshots.snapshot(root, problem_name, candidate, compile=built, profile=prof, roofline=roof,
                               attachments=_chart(roof), candidate_bytes=evaluated, **keep)
     return EvaluateResult(verdict=prof.verdict, passed=prof.passed, trusted=prof.trusted, speedup=prof.speedup,
-                          compile=built, roofline=roof, snapshot=snap)
+                          compile=built, roofline=roof, sanitize=checked, snapshot=snap)
 
 
 def _read(candidate: str | Path) -> bytes:

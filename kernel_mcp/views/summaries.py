@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kernel_mcp.results import (BenchmarkVerdict, CheckResult, CompileResult, EvaluateResult, Finding, ProfileResult,
+from kernel_mcp.evaluation import EvaluateResult
+from kernel_mcp.results import (BenchmarkVerdict, CheckResult, CompileResult, Finding, ProfileResult,
                                 RooflineResult)
 
 MESSAGE_CHARS = 600  # enough for a compiler error's first lines or a mismatch report
@@ -81,6 +82,7 @@ class RooflineSummary(RunSummary):
 class EvaluateSummary(RunSummary):
     snapshot_id: str
     compile: CompileSummary | None = None
+    sanitize: str = ""  # one line per Compute Sanitizer tool, when asked for (or why it did not run)
     detail: EvaluateResult | None = None
 
 
@@ -161,6 +163,8 @@ def summarize_evaluate(result: EvaluateResult, detail: bool = False) -> Evaluate
         fields = _run_fields(result.roofline.profile, result.roofline)
     else:  # the compile failed: nothing was timed
         fields = dict(verdict=result.verdict, passed=result.passed, trusted=result.trusted)
+    checked = result.sanitize
     return EvaluateSummary(**fields, snapshot_id=result.snapshot.id,
                            compile=summarize_compile(result.compile) if result.compile else None,
+                           sanitize=(checked.message or checked.summary) if checked else "",
                            detail=result if detail else None)

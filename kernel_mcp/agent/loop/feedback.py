@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel_mcp.results import (CaseResult, CheckResult, CompileResult, EvaluateResult, Finding, Mismatch,
+from kernel_mcp.evaluation import EvaluateResult
+from kernel_mcp.results import (CaseResult, CheckResult, CompileResult, Finding, Mismatch,
                                 ProfileResult, RooflineResult)
 from kernel_mcp.views.summaries import ShapeSummary, clip, ratio_text, summarize_profile, summarize_roofline
 
