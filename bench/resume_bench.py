@@ -50,8 +50,10 @@ started as tuning.py starts it) run again with the folder's own cache as a read-
 measurement the folder lacks, use every one it holds (none measured twice under another key, none left
 by the killed process off the path) and pick the winner the run evaluated. That holds each run to the
 uninterrupted run it would have been given the same comparisons' outcomes. A set that differs from the
-reference's is "diverged (noise)" when a comparison both runs hold was decided differently and the replay
-is consistent; otherwise it fails. Writes OUT_DIR/runs.jsonl (one line per run, the reference first) and
+reference's is "diverged (noise)" when the replay is consistent and a comparison both runs hold was
+measured apart: decided differently, or timed at other ratios (the halving ranks by the ratios, so other
+values can send it down another path; the consistent replay shows the path follows from the run's own
+measurements, which is what a resume bug would break); otherwise it fails. Writes OUT_DIR/runs.jsonl (one line per run, the reference first) and
 OUT_DIR/summary.json; prints a table; exits 1 if any invariant fails.
 """
 from __future__ import annotations
@@ -199,6 +201,15 @@ def decisions(seen: dict) -> dict[str, str]:
     return out
 
 
+def measured_apart(seen: dict, reference: dict) -> list[str]:
+    """Tune comparisons both runs hold with different measured ratios: each run timed them itself (after the
+    kill, here), and the halving ranks by those values, so its path may part from the reference's there."""
+    def ratio(entries: dict, key: str):
+        return json.loads(entries[key]["data"]).get("ratio")
+    shared = {k for k in seen["cache"].keys() & reference["cache"].keys() if k.startswith("tune-")}
+    return sorted(k for k in shared if ratio(seen["cache"], k) != ratio(reference["cache"], k))
+
+
 class _Missing(Exception):
     """The replayed search asked for a measurement the run folder does not hold."""
 
@@ -325,10 +336,13 @@ def check(final: dict, reference: dict, pre: dict | None, kill: dict | None, rep
     else:
         mine, ref = decisions(final), decisions(reference)
         flipped = sorted(k for k in mine.keys() & ref.keys() if mine[k] != ref[k])
-        row["evaluated"] = "diverged (noise)" if flipped and replayed == "consistent" else "DIFFERENT"
+        apart = measured_apart(final, reference)
+        noise = bool(flipped or apart) and replayed == "consistent"
+        row["evaluated"] = "diverged (noise)" if noise else "DIFFERENT"
         row["flipped"] = [f"{k}: {ref[k]} -> {mine[k]}" for k in flipped]
+        row["measured_apart"] = apart
         row["only_here"], row["only_in_reference"] = sorted(ours - theirs), sorted(theirs - ours)
-        ok = ok and bool(flipped)
+        ok = ok and noise
     row["replay"] = replayed
     row["ok"] = bool(ok) and replayed == "consistent"
     return row
