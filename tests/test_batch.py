@@ -294,3 +294,17 @@ def test_colluding_candidates_gain_nothing(tmp_path):
     finally:
         for place in places:
             shutil.rmtree(place / "kernel_mcp_collusion", ignore_errors=True)
+
+
+def test_a_timed_reward_pays_for_speed_only_what_its_interval_vouches_for():
+    """The timed path: an honest kernel profiled against the reference (test shapes on a CPU); its speed
+    term is log2 of the interval's lower end, clipped at 0, exactly as value_of says."""
+    honest = (SOLUTIONS / "correct" / "triton_block256.py").read_text()
+
+    async def rollout():
+        async with Rewarder(VECTOR_ADD, device="cpu", timed=True, budget_s=1.0, concurrency=1) as rewarder:
+            return await rewarder.one(honest)
+    reward = asyncio.run(rollout())
+    assert reward.passed and reward.trusted is not None and reward.speedup_ci and reward.seconds > 0
+    assert reward.terms == value_of(True, reward.trusted, reward.speedup_ci)
+    assert reward.value == pytest.approx(sum(reward.terms.values())) and reward.value >= CORRECT

@@ -67,11 +67,12 @@ def judge_source(problem: Problem, source: str, device: str, timed: bool, settin
         try:
             if timed:
                 prof = profile(problem, path, device=device, settings=settings, runner=runner)
-                result = prof.check
+                result, seconds = prof.check, prof.seconds
                 passed, trusted, verdict = prof.passed, prof.trusted, prof.verdict
                 speedup, ci = prof.speedup, prof.speedup_ci
             else:
                 result = check(problem, path, device=device, runner=runner)
+                seconds = result.seconds
                 passed, trusted, verdict, speedup, ci = result.passed, None, result.verdict, None, None
         except UsageError as exc:
             return Reward(value=0.0, passed=False, verdict="error: usage", cause=str(exc)[:300],
@@ -79,7 +80,7 @@ def judge_source(problem: Problem, source: str, device: str, timed: bool, settin
         terms = value_of(passed, trusted, ci)
         return Reward(value=sum(terms.values()), passed=passed, trusted=trusted, verdict=verdict,
                       cause=result.cause if result else "", speedup=speedup, speedup_ci=ci, terms=terms,
-                      seconds=result.seconds if result else 0.0)
+                      seconds=seconds)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
