@@ -20,7 +20,7 @@ from kernel_mcp.results import CheckResult, Finding
 from kernel_mcp.taskspec import BatchInvariance
 from kernel_mcp.worker import tensors
 from kernel_mcp.worker.judge.case import Case, CaseRunner
-from kernel_mcp.worker.judge.determinism import REPEATED
+from kernel_mcp.worker.judge.determinism import REPEATED, differing_elements
 
 
 def measure(runner: CaseRunner, cases: list[Case], result: CheckResult) -> None:
@@ -90,7 +90,7 @@ def _worst(out: Any, full: Any, spec: BatchInvariance, rows: torch.Tensor) -> st
             if not gap <= spec.atol:
                 return f"output{path}: they differ by up to {gap:.3g} (allowed {spec.atol:g})"
         else:
-            moved = int((tensors.element_bits(g) != tensors.element_bits(w.to(g.device))).sum())
+            moved = differing_elements(g, w)
             if moved:
                 return f"output{path}: {moved} of {g.numel()} elements differ bit for bit"
     return ""

@@ -28,10 +28,11 @@ def differing(a: Any, b: Any) -> tuple[int, int]:
     total = sum(t.numel() for _, t in first)
     if [(p, t.shape, t.dtype) for p, t in first] != [(p, t.shape, t.dtype) for p, t in second]:
         return total, total
-    return sum(_differing(x, y) for (_, x), (_, y) in zip(first, second)), total
+    return sum(differing_elements(x, y) for (_, x), (_, y) in zip(first, second)), total
 
 
-def _differing(x: torch.Tensor, y: torch.Tensor) -> int:
+def differing_elements(x: torch.Tensor, y: torch.Tensor) -> int:
+    """Elements of two tensors of one shape and dtype that differ bit for bit."""
     unequal = tensors.element_bits(x) != tensors.element_bits(y.to(x.device))
     return int(unequal.any(dim=-1).sum()) if unequal.dim() > 1 else int(unequal.sum())  # a 16-byte element: 2
 
