@@ -48,7 +48,10 @@ def test_honest_controls_stay_trusted(name):
 def test_unjoined_side_stream_is_caught():
     result = _run(CHEATS / "side_stream_unjoined.py")
     assert not result.trusted and result.speedup is None
-    assert any(f.code == "escaped_work" for f in result.findings), result.findings
+    # which defence fires first is a race of its own: the timing's escaped-work probe (H200, 2026-12-05) or,
+    # where the side stream is still writing when the check compares, the check (H100, the same day)
+    caught = {"escaped_work", "check_failed"} & {f.code for f in result.findings}
+    assert caught, result.findings
 
 
 def test_background_thread_launch_is_caught():

@@ -1,6 +1,7 @@
 """Sanitizer fixture (racecheck): vector_add in CUDA C++ that stages a + b through shared memory and reads
-its neighbour's slot back with no __syncthreads() between the write and the read (a shared-memory hazard
-racecheck reports), then writes its own slot's value, so the output is usually right."""
+a slot of the next warp back with no __syncthreads() between the write and the read (a shared-memory hazard
+racecheck reports as an error), then writes its own slot's value, so the output is usually right. (The first
+version read its neighbour in the same warp: racecheck counts that only as a warning, H100, 2026-12-05.)"""
 from torch.utils.cpp_extension import load_inline
 
 CUDA_SRC = """
@@ -8,7 +9,7 @@ __global__ void staged_add(const float* a, const float* b, float* out, int n) {
     __shared__ float stage[256];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     stage[threadIdx.x] = i < n ? a[i] + b[i] : 0.0f;
-    float neighbour = stage[threadIdx.x ^ 1];  // no __syncthreads(): written by another thread, maybe not yet
+    float neighbour = stage[(threadIdx.x + 32) % 256];  // no __syncthreads(): another warp's, maybe not yet
     if (i < n) out[i] = stage[threadIdx.x] + 0.0f * neighbour;
 }
 

@@ -23,6 +23,11 @@ def run_sanitizer(target_argv: list[str], env: dict[str, str], timeout_s: float,
     process's PATH, where the tool is found."""
     full_env = {str(k): str(v) for k, v in env.items()}
     full_env.setdefault("PATH", os.environ.get("PATH", ""))
+    # torch's caching allocator carves tensors out of 2 MiB segments it keeps and reuses, so a store past a
+    # tensor's end lands inside a live allocation (memcheck sees nothing) and a fresh tensor's memory was
+    # written by an earlier one (initcheck sees nothing): both found nothing on an H100 (2026-12-05) until
+    # every tensor had its own cudaMalloc. Slower, and only in this process.
+    full_env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
     executable = shutil.which(EXECUTABLE, path=full_env["PATH"])
     if executable is None:
         return [ToolReport(tool=tool, message=INSTALL_HINT) for tool in tools]
