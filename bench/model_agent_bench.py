@@ -58,8 +58,9 @@ EDIT_FOR_BOUND = {  # what a sensible model tries for each bound the roofline na
 
 
 def bound_named(text: str) -> str:
-    """The bound a roofline answer names most often ("(compute-bound)" per shape); "" if none."""
-    found = re.findall(r"\b(compute|memory|latency)-bound", text)
+    """The bound a roofline answer names most often ("(compute-bound)", "(latency/underutilised-bound)" per
+    shape); "" if none."""
+    found = re.findall(r"\b(compute|memory|latency)(?:/underutilised)?-bound", text)  # tools/roofline.py's labels
     return max(set(found), key=found.count) if found else ""
 
 

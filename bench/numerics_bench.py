@@ -5,7 +5,7 @@ determinism repeat), is it clean under each Compute Sanitizer tool, and what a s
 
 One row per kernel (baselines, solutions/correct, solutions/wrong, and tests/gpu_sanitizer's wrong kernels
 against vector_add): the check's verdict and determinism, then per tool whether it ran, its error count and
-kinds, and its wall seconds (the tool's cost per call, the target's start-up included). Rows are appended as
+kinds with the kernel each was in, and its wall seconds (the tool's cost per call, the target's start-up included). Rows are appended as
 each kernel ends; a summary is printed at the end.
 """
 from __future__ import annotations
@@ -43,7 +43,10 @@ def row(problem: Path, candidate: Path, device: str, tools: list[str]) -> dict:
         result = sanitize(problem, candidate, device=device, tools=[tool])
         report = result.tools[0] if result.tools else None
         out["tools"][tool] = {"ran": bool(report and report.ran), "errors": report.errors if report else None,
-                              "kinds": [f.kind for f in report.findings] if report else [],
+                              "warnings": report.warnings if report else 0,
+                              # whose: the candidate's own kernel, or a library's (cuBLAS) it called
+                              "kinds": [f"{f.count}x {f.kind} in {f.kernel or '?'}" for f in report.findings]
+                              if report else [],
                               "message": (report.message if report else result.message)[:200],
                               "seconds": round(time.monotonic() - began, 1)}
     return out
