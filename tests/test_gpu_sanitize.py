@@ -1,6 +1,6 @@
 """``sanitize`` on a GPU with the real compute-sanitizer (issue 39): each bundled wrong kernel written for it
-(tests/gpu_sanitizer/) is caught by the tool meant for it, and the correct solutions are clean. Written
-before a GPU was lent: its first run is owed (docs/gpu-verification.md)."""
+(tests/gpu_sanitizer/) is caught by the tool meant for it, and the correct solutions are clean. All six
+passed on an H100 (2026-12-05) once torch's caching allocator was off in the sanitized process."""
 from __future__ import annotations
 
 import shutil

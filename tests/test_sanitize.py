@@ -1,7 +1,7 @@
 """``sanitize`` (issue 39): Compute Sanitizer's output read into findings a model can use, the answer where no
 GPU or no tool is there, and the launch path end to end through a stand-in ``compute-sanitizer`` on PATH
 (a script that records its command line and prints a report, as a real tool would on a GPU). The real tool
-on real kernels runs on the H200 only (tests/test_gpu_sanitize.py is owed; docs/gpu-verification.md)."""
+on real kernels runs on a GPU only (tests/test_gpu_sanitize.py; passed on an H100, 2026-12-05)."""
 from __future__ import annotations
 
 import json
