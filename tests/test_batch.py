@@ -21,6 +21,7 @@ from kernel_mcp.batch.reward import CORRECT, Rewarder, value_of
 from kernel_mcp.batch.sources import find_items
 from kernel_mcp.batch.summary import fast_p, markdown
 from kernel_mcp.errors import UsageError
+from kernel_mcp.tools.check import check
 
 SOLUTIONS = VECTOR_ADD / "solutions"
 SECRET = "sk-test-secret-kernel-mcp"
@@ -271,13 +272,13 @@ def test_every_cheat_earns_nothing_through_the_reward_api():
 def test_colluding_candidates_gain_nothing(tmp_path):
     """A writer that leaves every input it saw with its answer wherever it can write, judged first, and a
     reader that serves those answers and never computes, judged after it from the same folder, in one
-    batch and through one Rewarder: the writer passes, the reader fails both ways."""
+    batch and through one Rewarder: the writer passes, the reader fails both ways, on every case."""
     import shutil
     folder = tmp_path / "pair"
     folder.mkdir()
     for name in ("collude_writer", "collude_reader"):
         shutil.copy(CHEATS / f"{name}.py", folder)
-    places = [Path("/dev/shm"), Path("/tmp"), Path.home() / ".cache", folder]
+    places = [Path("/dev/shm"), Path("/dev"), Path("/tmp"), Path.home() / ".cache", folder]
     try:
         done = judge_cli(str(VECTOR_ADD), str(folder / "collude_writer.py"), str(folder / "collude_reader.py"),
                          "--out", str(tmp_path / "out"), "--jobs", "1", "--no-time", "--json")
@@ -291,6 +292,11 @@ def test_colluding_candidates_gain_nothing(tmp_path):
                         for name in ("collude_writer", "collude_reader")]
         writer, reader = asyncio.run(in_turn())
         assert writer.passed and not reader.passed and reader.value == 0.0, (writer, reader)
+        # not even the listed seeds' cases, whose inputs the writer saw too: its /dev/shm was its check's own
+        # (worker/isolation/shared_memory.py), gone with it; every other place it tried is read-only
+        alone = check(VECTOR_ADD, folder / "collude_reader.py", device="cpu")
+        assert not any(case.passed for case in alone.cases), [(c.name, c.passed) for c in alone.cases]
+        assert not (Path("/dev/shm") / "kernel_mcp_collusion").exists()
     finally:
         for place in places:
             shutil.rmtree(place / "kernel_mcp_collusion", ignore_errors=True)

@@ -1,20 +1,40 @@
 """Collusion, second half: never computes. Serves the answer ``collude_writer.py`` left for the same input
-bytes in any place both could reach, else zeros. Gains only if a later candidate is shown inputs an earlier
-one saw and the two share a writable place: fresh secret seeds per check, and a private /tmp per host
-where the sandbox gives one, mean it must fail."""
-import torch
-from pathlib import Path
+bytes in any place both could reach (a file, or a System V segment), else zeros. Gains only if a later
+candidate is shown inputs an earlier one saw and the two share a writable place: fresh secret seeds per
+check, and shared memory private to each check, mean it must fail every case."""
+import ctypes
 import hashlib
+from pathlib import Path
 
-PLACES = [Path("/dev/shm"), Path("/tmp"), Path.home() / ".cache", Path(__file__).resolve().parent]
+import numpy
+import torch
+
+PLACES = [Path("/dev/shm"), Path("/dev"), Path("/tmp"), Path.home() / ".cache", Path(__file__).resolve().parent]
 NAME = "kernel_mcp_collusion"
+
+
+def from_segment(name: str, like: torch.Tensor):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    shmid = libc.shmget(ctypes.c_int(int(name[:7], 16)), ctypes.c_size_t(0), 0)
+    if shmid < 0:
+        return None
+    at = libc.shmat(shmid, None, 0o10000)  # SHM_RDONLY
+    if at in (None, ctypes.c_void_p(-1).value):
+        return None
+    size = int.from_bytes(ctypes.string_at(at, 8), "little")
+    payload = ctypes.string_at(at + 8, size)
+    libc.shmdt(ctypes.c_void_p(at))
+    values = numpy.frombuffer(payload, dtype=like.cpu().numpy().dtype).copy()
+    return torch.from_numpy(values).reshape(like.shape).to(like.device) if values.size == like.numel() else None
 
 
 def custom_kernel(data):
     a, b = data
-    key = hashlib.sha256(a.cpu().numpy().tobytes() + b.cpu().numpy().tobytes()).hexdigest()[:32]
+    name = hashlib.sha256(a.cpu().numpy().tobytes() + b.cpu().numpy().tobytes()).hexdigest()[:32]
     for place in PLACES:
-        stored = place / NAME / f"{key}.pt"
+        stored = place / NAME / f"{name}.pt"
         if stored.exists():
             return torch.load(stored).to(a.device)
-    return torch.zeros_like(a)
+    served = from_segment(name, a)
+    return served if served is not None else torch.zeros_like(a)

@@ -11,11 +11,13 @@ _libc = ctypes.CDLL(None, use_errno=True)
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE = 16384, 1 << 18
 
-# Mounts left writable: device nodes (GPUs), /dev/shm (shared memory) and the namespace's own /proc (the
-# CUDA driver fails with error 304 without it: measured on the H200). Its kernel-wide parts are sealed
-# like /sys: a root candidate without capabilities still passes the owner check of root's sysctl and
-# cgroup files.
-UNSEALED = ("/dev", "/proc")
+# Mounts left writable: /dev/shm (shared memory: torch passes tensors through it; private to the check,
+# shared_memory.py) and the namespace's own /proc (the CUDA driver fails with error 304 without it:
+# measured on the H200). /dev itself is sealed: a root candidate could create files on the machine's
+# devtmpfs that outlive the check (measured on the CPU, 2026-12-05), while reads and writes of device nodes
+# (the GPU's) do not need a writable mount. /proc's kernel-wide parts are sealed like /sys: a root
+# candidate without capabilities still passes the owner check of root's sysctl and cgroup files.
+UNSEALED = ("/dev/shm", "/proc")
 SEALED_IN_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 
 

@@ -1,0 +1,113 @@
+"""Shared memory of each judge's own: /dev/shm, the one file system a sealed candidate can still write outside
+its scratch (mounts.py leaves it writable: torch passes tensors through it), and System V IPC (shmget,
+msgget, semget: objects that outlive their process), made private to one check.
+
+Without this, a candidate could leave answers in either that a later candidate, in another check, batch
+row or reward, reads (tests/cheats/collude_writer.py and collude_reader.py): both outlived the check
+(measured on the CPU, 2026-12-05). With it the judge, before it starts anything, enters a mount and an IPC
+namespace of its own and mounts a fresh tmpfs over /dev/shm. Its factory and hosts are forked from it and
+copy that namespace, so they share this tmpfs with the judge. They must: torch shares a CUDA tensor with a
+reference count in a shared-memory file that the receiving process opens *by name*
+(``RefcountedMapAllocator``). A private /dev/shm per host would break every GPU check; one per judge does
+not, and one judge judges one candidate. When the last process of the check ends, the namespaces and
+everything written in them are gone.
+
+Best effort, like the seal: where no namespace can be made (no CAP_SYS_ADMIN and no user namespace that
+can map this user) the judge goes on with the machine's /dev/shm and System V IPC, and its log says so.
+
+``KERNEL_MCP_TEST_STATE_DIR``: one folder directly under /dev/shm that a test harness (whose daemon and
+leak fixtures report through it: tests/conftest.py) asks to stay shared with candidates. Unset in normal
+use. A trusted caller that sets it reopens the channel for that one folder only.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+from kernel_mcp.worker.isolation import mounts
+
+SHM = Path("/dev/shm")
+SHARED_STATE_VAR = "KERNEL_MCP_TEST_STATE_DIR"
+CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWIPC = 0x10000000, 0x00020000, 0x08000000
+PR_SET_DUMPABLE = 4
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def make_private() -> str:
+    """Give this process (single-threaded: unshare refuses otherwise) IPC and mount namespaces of its own,
+    whose /dev/shm is a fresh tmpfs. Returns "" when done, else why not (the machine's /dev/shm stays).
+    Never raises: a judge without it still judges."""
+    try:
+        return _make_private()
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _make_private() -> str:
+    if not SHM.is_dir():
+        return "no /dev/shm on this machine"
+    keep = _kept_folder()
+    uid, gid = os.geteuid(), os.getegid()
+    if _libc.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0:  # no CAP_SYS_ADMIN: a user namespace too, if it can map us
+        if not _can_map_self(uid):
+            return "no CAP_SYS_ADMIN, and a user namespace could not map root (CAP_SETFCAP)"
+        if _libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUSER) != 0:
+            return f"no mount namespace could be made (errno {ctypes.get_errno()})"
+        _map_identity(uid, gid)
+    if _libc.mount(b"none", b"/", None, mounts.MS_REC | mounts.MS_PRIVATE, None) != 0:
+        return f"mounts could not be made private (errno {ctypes.get_errno()})"
+    kept_fd = os.open(keep, os.O_PATH | os.O_DIRECTORY) if keep else None
+    flags = mounts.MS_NOSUID | mounts.MS_NODEV
+    if _libc.mount(b"tmpfs", str(SHM).encode(), b"tmpfs", flags, b"mode=1777") != 0:
+        return f"no tmpfs could be mounted on /dev/shm (errno {ctypes.get_errno()})"
+    if kept_fd is not None:
+        _bind_kept(kept_fd, keep)
+    return ""
+
+
+def _can_map_self(uid: int) -> bool:
+    """Whether a user namespace made now could map this user to itself: any user but root can; root needs
+    CAP_SETFCAP (Linux 5.12 and later), without which the judge's files could not be created there (an
+    unmapped owner: EOVERFLOW, measured with root's bounding set cut, 2026-12-05)."""
+    if uid != 0:
+        return True
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return False
+    effective = next((line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")), "0")
+    return bool(int(effective, 16) >> 31 & 1)  # CAP_SETFCAP is capability 31
+
+
+def _kept_folder() -> Path | None:
+    """The caller's shared folder, if it names an existing folder directly under /dev/shm."""
+    named = os.environ.get(SHARED_STATE_VAR, "")
+    if not named:
+        return None
+    folder = Path(named)
+    return folder if folder.parent == SHM and folder.is_dir() and not folder.is_symlink() else None
+
+
+def _bind_kept(fd: int, folder: Path) -> None:
+    """The caller's folder, opened before the tmpfs hid it, bound back at its own path."""
+    try:
+        folder.mkdir(mode=0o777, exist_ok=True)
+        _libc.mount(f"/proc/self/fd/{fd}".encode(), str(folder).encode(), None, mounts.MS_BIND, None)
+    except OSError:
+        pass  # the tests' reports only: their daemon tests then say the fixture never reported
+    finally:
+        os.close(fd)
+
+
+def _map_identity(uid: int, gid: int) -> None:
+    """In a new user namespace: the same user and group inside as outside, so files keep their owner. A
+    process that is not dumpable (a judge forked from the fork server) has its /proc files owned by root,
+    which an ordinary user cannot write: dumpable for these writes, before the judge holds any secret
+    (start.main makes it not dumpable again at once)."""
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        try:
+            Path(f"/proc/self/{name}").write_text(text)
+        except OSError:
+            pass
