@@ -20,7 +20,7 @@ CHEATS_STATE = Path("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp") / \
     f"kernel_mcp_cheats-{os.getuid()}{os.environ.get('PYTEST_XDIST_WORKER', '')}"  # one per parallel worker
 os.environ["KERNEL_MCP_TEST_STATE_DIR"] = str(CHEATS_STATE)
 # made now: a judge keeps it shared with its candidates only if it exists when the judge starts (every other
-# place in /dev/shm is private to one check: worker/isolation/shared_memory.py)
+# place in /dev/shm is private to one check: worker/isolation/check_namespaces.py)
 CHEATS_STATE.mkdir(exist_ok=True)
 # Each test process (each parallel worker) its own fresh kernel_mcp cache, and with it its own device lease
 # (worker/lease.py). With the user's one machine-wide cache, every test's timing run held the CPU's lease

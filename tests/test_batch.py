@@ -293,13 +293,37 @@ def test_colluding_candidates_gain_nothing(tmp_path):
         writer, reader = asyncio.run(in_turn())
         assert writer.passed and not reader.passed and reader.value == 0.0, (writer, reader)
         # not even the listed seeds' cases, whose inputs the writer saw too: its /dev/shm was its check's own
-        # (worker/isolation/shared_memory.py), gone with it; every other place it tried is read-only
+        # (worker/isolation/check_namespaces.py), gone with it; every other place it tried is read-only
         alone = check(VECTOR_ADD, folder / "collude_reader.py", device="cpu")
         assert not any(case.passed for case in alone.cases), [(c.name, c.passed) for c in alone.cases]
         assert not (Path("/dev/shm") / "kernel_mcp_collusion").exists()
     finally:
         for place in places:
             shutil.rmtree(place / "kernel_mcp_collusion", ignore_errors=True)
+
+
+def test_a_candidate_reaches_no_socket_outside_its_check(monkeypatch):
+    """A live channel between candidates judged at the same moment: the candidate calls a loopback port and
+    an abstract Unix socket this test listens on. Its check has a network namespace of its own, so it passes
+    (it is honest) and nothing arrives. Without one, both calls arrive (the candidate's check on the
+    machine's network, 2026-12-05)."""
+    import socket
+    tcp = socket.create_server(("127.0.0.1", 0))
+    port = tcp.getsockname()[1]
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind(f"\0kernel_mcp_phone_{port}")
+    unix.listen()
+    monkeypatch.setenv("KERNEL_MCP_TEST_PHONE", str(port))
+    try:
+        result = check(VECTOR_ADD, CHEATS / "phone_home.py", device="cpu")
+        assert result.passed, (result.verdict, result.findings)
+        for listener in (tcp, unix):
+            listener.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                listener.accept()
+    finally:
+        tcp.close()
+        unix.close()
 
 
 def test_a_timed_reward_pays_for_speed_only_what_its_interval_vouches_for():

@@ -12,7 +12,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32,
 MS_REC, MS_PRIVATE = 16384, 1 << 18
 
 # Mounts left writable: /dev/shm (shared memory: torch passes tensors through it; private to the check,
-# shared_memory.py) and the namespace's own /proc (the CUDA driver fails with error 304 without it:
+# check_namespaces.py) and the namespace's own /proc (the CUDA driver fails with error 304 without it:
 # measured on the H200). /dev itself is sealed: a root candidate could create files on the machine's
 # devtmpfs that outlive the check (measured on the CPU, 2026-12-05), while reads and writes of device nodes
 # (the GPU's) do not need a writable mount. /proc's kernel-wide parts are sealed like /sys: a root

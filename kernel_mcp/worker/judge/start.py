@@ -17,7 +17,7 @@ import time
 
 from kernel_mcp.worker import trace
 from kernel_mcp.worker.host import factory as host_factory
-from kernel_mcp.worker.isolation import proctree, sandbox, shared_memory
+from kernel_mcp.worker.isolation import check_namespaces, proctree, sandbox
 from kernel_mcp.worker.judge.hosts import Hosts
 from kernel_mcp.worker.resolve import guess_kind
 
@@ -63,11 +63,11 @@ def end_with_caller(token: str | None, poll_s: float = 0.2) -> None:
 def main(fd: int, requested: str = "") -> None:
     """``requested``: the device asked for (its boot line says it again, validated): hosts that will run
     Triton on a GPU get Triton imported before the fork too."""
-    # first, while this process has one thread (unshare refuses otherwise): shared memory of this check's own
-    private = shared_memory.make_private()
-    sandbox.harden_trusted_process()  # after: make_private may have made this process dumpable
-    if private:
-        sys.stderr.write(f"kernel_mcp judge: /dev/shm stays the machine's: {private}\n")
+    # first, while this process has one thread (unshare refuses otherwise): namespaces of this check's own
+    refused = check_namespaces.enter()
+    sandbox.harden_trusted_process()  # after: entering may have made this process dumpable
+    if refused:
+        sys.stderr.write(f"kernel_mcp judge: /dev/shm, System V IPC and the network stay the machine's: {refused}\n")
     # no torch device plugins from entry points, in the judge nor in the hosts forked from it
     os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     host_factory.start(gpu_hosts=bool(requested) and guess_kind(requested) == "cuda")

@@ -1,19 +1,24 @@
-"""Shared memory of each judge's own: /dev/shm, the one file system a sealed candidate can still write outside
-its scratch (mounts.py leaves it writable: torch passes tensors through it), and System V IPC (shmget,
-msgget, semget: objects that outlive their process), made private to one check.
+"""Namespaces of each check's own: whatever a candidate can leave for, or reach in, another candidate's process
+is private to one check. The judge enters them first thing, and its factory and hosts, forked from it,
+share them:
 
-Without this, a candidate could leave answers in either that a later candidate, in another check, batch
+- a mount namespace with a fresh tmpfs on /dev/shm. /dev/shm is the one file system a sealed candidate can
+  still write outside its scratch (mounts.py leaves it writable: torch passes tensors through it);
+- an IPC namespace: System V shared memory, message queues and semaphores, which outlive their process;
+- a network namespace, its loopback down: no socket (TCP, UDP, abstract Unix) reaches a process outside
+  the check, such as another candidate being judged at the same moment. Sockets bound to a path, which
+  torch's file-descriptor sharing uses, are found through the file system and still work.
+
+Without the first two, a candidate could leave answers that a later candidate, in another check, batch
 row or reward, reads (tests/cheats/collude_writer.py and collude_reader.py): both outlived the check
-(measured on the CPU, 2026-12-05). With it the judge, before it starts anything, enters a mount and an IPC
-namespace of its own and mounts a fresh tmpfs over /dev/shm. Its factory and hosts are forked from it and
-copy that namespace, so they share this tmpfs with the judge. They must: torch shares a CUDA tensor with a
-reference count in a shared-memory file that the receiving process opens *by name*
+(measured on the CPU, 2026-12-05). The hosts must share the judge's /dev/shm: torch shares a CUDA tensor
+with a reference count in a shared-memory file that the receiving process opens *by name*
 (``RefcountedMapAllocator``). A private /dev/shm per host would break every GPU check; one per judge does
 not, and one judge judges one candidate. When the last process of the check ends, the namespaces and
 everything written in them are gone.
 
 Best effort, like the seal: where no namespace can be made (no CAP_SYS_ADMIN and no user namespace that
-can map this user) the judge goes on with the machine's /dev/shm and System V IPC, and its log says so.
+can map this user) the judge goes on with the machine's, and its log says so.
 
 ``KERNEL_MCP_TEST_STATE_DIR``: one folder directly under /dev/shm that a test harness (whose daemon and
 leak fixtures report through it: tests/conftest.py) asks to stay shared with candidates. Unset in normal
@@ -29,30 +34,31 @@ from kernel_mcp.worker.isolation import mounts
 
 SHM = Path("/dev/shm")
 SHARED_STATE_VAR = "KERNEL_MCP_TEST_STATE_DIR"
-CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWIPC = 0x10000000, 0x00020000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x10000000, 0x00020000, 0x08000000, 0x40000000
+OWN = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET  # mounts, System V IPC, and the network (its loopback down)
 PR_SET_DUMPABLE = 4
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def make_private() -> str:
-    """Give this process (single-threaded: unshare refuses otherwise) IPC and mount namespaces of its own,
-    whose /dev/shm is a fresh tmpfs. Returns "" when done, else why not (the machine's /dev/shm stays).
-    Never raises: a judge without it still judges."""
+def enter() -> str:
+    """Give this process (single-threaded: unshare refuses otherwise) mount, IPC and network namespaces of its
+    own, with a fresh tmpfs on /dev/shm. Returns "" when done, else why not (the machine's stay). Never
+    raises: a judge without them still judges."""
     try:
-        return _make_private()
+        return _enter()
     except OSError as exc:
         return f"{type(exc).__name__}: {exc}"
 
 
-def _make_private() -> str:
+def _enter() -> str:
     if not SHM.is_dir():
         return "no /dev/shm on this machine"
     keep = _kept_folder()
     uid, gid = os.geteuid(), os.getegid()
-    if _libc.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0:  # no CAP_SYS_ADMIN: a user namespace too, if it can map us
+    if _libc.unshare(OWN) != 0:  # no CAP_SYS_ADMIN: a user namespace too, if it can map us
         if not _can_map_self(uid):
             return "no CAP_SYS_ADMIN, and a user namespace could not map root (CAP_SETFCAP)"
-        if _libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUSER) != 0:
+        if _libc.unshare(OWN | CLONE_NEWUSER) != 0:
             return f"no mount namespace could be made (errno {ctypes.get_errno()})"
         _map_identity(uid, gid)
     if _libc.mount(b"none", b"/", None, mounts.MS_REC | mounts.MS_PRIVATE, None) != 0:
