@@ -30,7 +30,7 @@ import ctypes
 import os
 from pathlib import Path
 
-from kernel_mcp.worker.isolation import mounts
+from kernel_mcp.worker.isolation import mounts, sandbox
 
 SHM = Path("/dev/shm")
 SHARED_STATE_VAR = "KERNEL_MCP_TEST_STATE_DIR"
@@ -58,9 +58,16 @@ def _enter() -> str:
     if _libc.unshare(OWN) != 0:  # no CAP_SYS_ADMIN: a user namespace too, if it can map us
         if not _can_map_self(uid):
             return "no CAP_SYS_ADMIN, and a user namespace could not map root (CAP_SETFCAP)"
+        if not _works_in_a_child(uid, gid):
+            return "a user namespace here cannot map this user or mount a tmpfs (an LSM may restrict them)"
         if _libc.unshare(OWN | CLONE_NEWUSER) != 0:
             return f"no mount namespace could be made (errno {ctypes.get_errno()})"
         _map_identity(uid, gid)
+    return _private_shm(keep)
+
+
+def _private_shm(keep: Path | None) -> str:
+    """In the new mount namespace: mounts private to it, then a fresh tmpfs on /dev/shm."""
     if _libc.mount(b"none", b"/", None, mounts.MS_REC | mounts.MS_PRIVATE, None) != 0:
         return f"mounts could not be made private (errno {ctypes.get_errno()})"
     kept_fd = os.open(keep, os.O_PATH | os.O_DIRECTORY) if keep else None
@@ -70,6 +77,27 @@ def _enter() -> str:
     if kept_fd is not None:
         _bind_kept(kept_fd, keep)
     return ""
+
+
+def _works_in_a_child(uid: int, gid: int) -> bool:
+    """Try the user-namespace path in a throwaway child first: once this process is in a user namespace it
+    cannot leave, and one that maps nobody (Ubuntu's AppArmor may leave a new namespace without the
+    capabilities to write its map) could create no file at all, so every check would fail. The child's
+    namespaces die with it."""
+    def attempt() -> bool:
+        if _libc.unshare(OWN | CLONE_NEWUSER) != 0:
+            return False
+        _map_identity(uid, gid)
+        return os.geteuid() == uid and _private_shm(None) == "" and _can_create_in(SHM)
+    return sandbox.true_in_a_child(attempt)
+
+
+def _can_create_in(folder: Path) -> bool:
+    try:
+        (folder / "probe").write_bytes(b"")
+        return True
+    except OSError:
+        return False
 
 
 def _can_map_self(uid: int) -> bool:

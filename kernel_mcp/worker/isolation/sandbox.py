@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from kernel_mcp.files import CACHE_VAR, cache_root
@@ -209,6 +210,20 @@ def _enter_namespaces(writable: tuple[str, ...] = ()) -> None:
         signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status))
+
+
+def true_in_a_child(attempt: Callable[[], bool]) -> bool:
+    """``attempt`` run in a throwaway forked child (for a change this process could not undo, such as
+    entering a namespace): whether it returned True. Call it while this process has one thread."""
+    child = os.fork()
+    if child == 0:
+        try:
+            ok = attempt()
+        except BaseException:  # noqa: BLE001  (the child's answer is its exit code, whatever happened)
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(child, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 def _wait_while_parent_lives(child: int, poll_s: float = 0.5) -> int:
