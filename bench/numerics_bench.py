@@ -5,8 +5,8 @@ determinism repeat), is it clean under each Compute Sanitizer tool, and what a s
 
 One row per kernel (baselines, solutions/correct, solutions/wrong, and tests/gpu_sanitizer's wrong kernels
 against vector_add): the check's verdict and determinism, then per tool whether it ran, its error count and
-kinds with the kernel each was in, and its wall seconds (the tool's cost per call, the target's start-up included). Rows are appended as
-each kernel ends; a summary is printed at the end.
+kinds with the kernel each was in, and its wall seconds (the tool's cost per call, the target's start-up
+included). Rows are appended as each kernel ends; a summary is printed at the end.
 """
 from __future__ import annotations
 

@@ -47,6 +47,11 @@ class ToolReport(BaseModel):
     message: str = ""  # why it did not run, or what else to know
     raw_tail: str = ""
 
+    @property
+    def found_nothing(self) -> bool:
+        """No finding, no error and no warning (whether it ran is ``ran``)."""
+        return not (self.findings or self.errors or self.warnings)
+
 
 class SanitizeResult(BaseModel):
     """``sanitize``: the candidate's kernels on one small shape under each Compute Sanitizer tool."""
@@ -130,7 +135,7 @@ def summary(reports: list[ToolReport]) -> str:
     for r in reports:
         if not r.ran:
             lines.append(f"{r.tool}: not run: {r.message}")
-        elif not r.findings and not r.errors and not r.warnings:
+        elif r.found_nothing:
             lines.append(f"{r.tool}: clean")
         elif not r.findings:
             lines.append(f"{r.tool}: {r.errors or 0} errors, {r.warnings} warnings (possible races between threads "

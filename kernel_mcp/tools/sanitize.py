@@ -46,7 +46,7 @@ def sanitize(problem: str | Path | Problem, candidate: str | Path, device: str =
     result.tools, tampered = runner.sanitize(prob, path, gpu, chosen, params)
     result.findings = tampered
     ran = all(r.ran for r in result.tools)
-    result.clean = all(not (r.findings or r.errors or r.warnings) for r in result.tools) if ran else None
+    result.clean = all(r.found_nothing for r in result.tools) if ran else None
     result.summary = summary(result.tools)
     return result
 

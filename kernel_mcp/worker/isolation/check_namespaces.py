@@ -34,9 +34,8 @@ from kernel_mcp.worker.isolation import mounts, sandbox
 
 SHM = Path("/dev/shm")
 SHARED_STATE_VAR = "KERNEL_MCP_TEST_STATE_DIR"
-CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x10000000, 0x00020000, 0x08000000, 0x40000000
-OWN = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET  # mounts, System V IPC, and the network (its loopback down)
-PR_SET_DUMPABLE = 4
+CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
+OWN = sandbox.CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET  # mounts, System V IPC, the network (its loopback down)
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -60,7 +59,7 @@ def _enter() -> str:
             return "no CAP_SYS_ADMIN, and a user namespace could not map root (CAP_SETFCAP)"
         if not _works_in_a_child(uid, gid):
             return "a user namespace here cannot map this user or mount a tmpfs (an LSM may restrict them)"
-        if _libc.unshare(OWN | CLONE_NEWUSER) != 0:
+        if _libc.unshare(OWN | sandbox.CLONE_NEWUSER) != 0:
             return f"no mount namespace could be made (errno {ctypes.get_errno()})"
         _map_identity(uid, gid)
     return _private_shm(keep)
@@ -70,13 +69,17 @@ def _private_shm(keep: Path | None) -> str:
     """In the new mount namespace: mounts private to it, then a fresh tmpfs on /dev/shm."""
     if _libc.mount(b"none", b"/", None, mounts.MS_REC | mounts.MS_PRIVATE, None) != 0:
         return f"mounts could not be made private (errno {ctypes.get_errno()})"
-    kept_fd = os.open(keep, os.O_PATH | os.O_DIRECTORY) if keep else None
-    flags = mounts.MS_NOSUID | mounts.MS_NODEV
-    if _libc.mount(b"tmpfs", str(SHM).encode(), b"tmpfs", flags, b"mode=1777") != 0:
-        return f"no tmpfs could be mounted on /dev/shm (errno {ctypes.get_errno()})"
-    if kept_fd is not None:
-        _bind_kept(kept_fd, keep)
-    return ""
+    kept_fd = os.open(keep, os.O_PATH | os.O_DIRECTORY) if keep else None  # before the tmpfs hides it
+    try:
+        flags = mounts.MS_NOSUID | mounts.MS_NODEV
+        if _libc.mount(b"tmpfs", str(SHM).encode(), b"tmpfs", flags, b"mode=1777") != 0:
+            return f"no tmpfs could be mounted on /dev/shm (errno {ctypes.get_errno()})"
+        if kept_fd is not None:
+            _bind_kept(kept_fd, keep)
+        return ""
+    finally:
+        if kept_fd is not None:
+            os.close(kept_fd)
 
 
 def _works_in_a_child(uid: int, gid: int) -> bool:
@@ -85,7 +88,7 @@ def _works_in_a_child(uid: int, gid: int) -> bool:
     capabilities to write its map) could create no file at all, so every check would fail. The child's
     namespaces die with it."""
     def attempt() -> bool:
-        if _libc.unshare(OWN | CLONE_NEWUSER) != 0:
+        if _libc.unshare(OWN | sandbox.CLONE_NEWUSER) != 0:
             return False
         _map_identity(uid, gid)
         return os.geteuid() == uid and _private_shm(None) == "" and _can_create_in(SHM)
@@ -130,8 +133,6 @@ def _bind_kept(fd: int, folder: Path) -> None:
         _libc.mount(f"/proc/self/fd/{fd}".encode(), str(folder).encode(), None, mounts.MS_BIND, None)
     except OSError:
         pass  # the tests' reports only: their daemon tests then say the fixture never reported
-    finally:
-        os.close(fd)
 
 
 def _map_identity(uid: int, gid: int) -> None:
@@ -139,7 +140,7 @@ def _map_identity(uid: int, gid: int) -> None:
     process that is not dumpable (a judge forked from the fork server) has its /proc files owned by root,
     which an ordinary user cannot write: dumpable for these writes, before the judge holds any secret
     (start.main makes it not dumpable again at once)."""
-    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    sandbox.dumpable_again()
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         try:
             Path(f"/proc/self/{name}").write_text(text)
