@@ -2,13 +2,15 @@
 calls on the same set, side by side in one run, and whether every verdict agrees (issue 38).
 
     python bench/batch_bench.py OUT_DIR PROBLEMS CANDIDATES... [--jobs 12] [--loop-jobs 12] [--limit N]
-                                [--device cuda] [--budget-s 500] [--order batch-first|loop-first]
+                                [--device cuda] [--budget-s 500] [--sides batch,loop]
 
 PROBLEMS and CANDIDATES as ``kernel-mcp judge`` takes them (a KernelBench root and a manifest, or one problem
 and its candidates). ``--limit``: the first N candidates in a fixed pseudo-random order (a hash of the id), so
 a cut-short run is still a fair sample of levels and sources. Both sides judge the same candidates with the
 same concurrency; each side gets ``--budget-s`` and its rate counts the candidates it finished in that time.
 Check only (no timing): the point is the judging, which a batch does the same way for every candidate.
+``--sides``: which to run, in that order: ``batch`` (``kernel-mcp judge``, a problem's candidates sharing their
+secret inputs and float64 truth), ``unshared`` (``judge --no-share``), ``loop`` (one-shot checks).
 
 Writes OUT_DIR/summary.json (rates, seconds, the verdicts that differ) and prints it. A verdict that differs
 between the two is listed by id with both verdicts: a fresh-seed flake of a borderline candidate reads the
@@ -70,18 +72,20 @@ def run_loop(items: list[Item], device: str, jobs: int, budget_s: float) -> tupl
     return verdicts, time.monotonic() - began
 
 
-def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: float) -> tuple[dict[str, str], float]:
-    """``kernel-mcp judge`` on the sample, stopped at ``budget_s`` (its rows so far count)."""
+def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: float,
+              side: str = "batch") -> tuple[dict[str, str], float]:
+    """``kernel-mcp judge`` on the sample (``side`` unshared: ``--no-share``), stopped at ``budget_s`` (its rows so
+    far count)."""
     manifest = write_manifest(items, out / "sample.jsonl")
     began = time.monotonic()
     try:
-        subprocess.run([*CLI, "judge", str(out), str(manifest), "--out", str(out / "batch"), "--jobs", str(jobs),
-                        "--no-time", "--device", device, "--json"], cwd=REPO, capture_output=True, text=True,
-                       timeout=budget_s)
+        subprocess.run([*CLI, "judge", str(out), str(manifest), "--out", str(out / side), "--jobs", str(jobs),
+                        "--no-time", "--device", device, "--json", "--share" if side == "batch" else "--no-share"],
+                       cwd=REPO, capture_output=True, text=True, timeout=budget_s)
     except subprocess.TimeoutExpired:
         pass
     seconds = time.monotonic() - began
-    return {row.id: row.verdict for row in read_rows(out / "batch" / "results.jsonl")}, seconds
+    return {row.id: row.verdict for row in read_rows(out / side / "results.jsonl")}, seconds
 
 
 def phase_medians(rows) -> dict[str, float | None]:
@@ -106,28 +110,34 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--budget-s", type=float, default=500.0, help="seconds for each side")
-    parser.add_argument("--order", choices=["batch-first", "loop-first"], default="batch-first")
+    parser.add_argument("--sides", default="batch,loop", help="of batch, unshared, loop; run in this order")
     args = parser.parse_args()
+    sides_asked = args.sides.split(",")
+    if not sides_asked or set(sides_asked) - {"batch", "unshared", "loop"}:
+        parser.error("--sides: a comma list of batch, unshared, loop")
     out = args.out_dir.resolve()
     out.mkdir(parents=True, exist_ok=True)
     items = sample(find_items(args.problems, args.candidates), args.limit)
     sides = {}
-    for side in (["batch", "loop"] if args.order == "batch-first" else ["loop", "batch"]):
-        if side == "batch":
-            sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s)
-        else:
+    for side in sides_asked:
+        if side == "loop":
             sides[side] = run_loop(items, args.device, args.loop_jobs or args.jobs, args.budget_s)
+        else:
+            sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side)
         verdicts, seconds = sides[side]
         print(f"{side}: {len(verdicts)} judged in {seconds:.0f} s: {3600 * len(verdicts) / seconds:.0f} per hour",
               flush=True)
-    (batch, batch_s), (loop, loop_s) = sides["batch"], sides["loop"]
-    rows = read_rows(out / "batch" / "results.jsonl")
-    both = sorted(set(batch) & set(loop))
-    differ = {i: {"batch": batch[i], "check": loop[i]} for i in both if batch[i] != loop[i]}
-    summary = {"candidates": len(items), "device": args.device, "jobs": args.jobs, "order": args.order,
-               "batch": {"judged": len(batch), "seconds": round(batch_s, 1), "per_hour": round(3600 * len(batch) / batch_s)},
-               "loop": {"judged": len(loop), "seconds": round(loop_s, 1), "per_hour": round(3600 * len(loop) / loop_s)},
-               "phases_median_s": phase_medians(rows), "compared": len(both), "verdicts_differ": differ}
+    summary = {"candidates": len(items), "device": args.device, "jobs": args.jobs, "sides": sides_asked}
+    for side, (verdicts, seconds) in sides.items():
+        summary[side] = {"judged": len(verdicts), "seconds": round(seconds, 1),
+                         "per_hour": round(3600 * len(verdicts) / seconds)}
+        if side != "loop":
+            summary[side]["phases_median_s"] = phase_medians(read_rows(out / side / "results.jsonl"))
+    first, *others = sides_asked
+    summary["verdicts_differ"] = {
+        other: {i: {first: sides[first][0][i], other: sides[other][0][i]}
+                for i in sorted(set(sides[first][0]) & set(sides[other][0])) if sides[first][0][i] != sides[other][0][i]}
+        for other in others}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
     return 0

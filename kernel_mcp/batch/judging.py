@@ -15,44 +15,58 @@ from pathlib import Path
 
 from kernel_mcp.batch.contestants import compiled_reference
 from kernel_mcp.batch.ledger import Judged, Ledger
+from kernel_mcp.batch.sharing import BatchSharing, grouped_by_problem
 from kernel_mcp.batch.sources import Item
 from kernel_mcp.errors import UsageError
 from kernel_mcp.results import CheckResult, ProfileResult, ProfileSettings
 from kernel_mcp.tools.check import check
 from kernel_mcp.tools.profile import profile
 from kernel_mcp.worker import Runner, default_shapes
+from kernel_mcp.worker.protocol import SharedReference
 
 
 def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "auto", jobs: int = 4,
                 timed: bool = True, budget_s: float = 2.0, shapes: str | None = None,
-                on_row: Callable[[Judged], None] | None = None) -> Ledger:
+                on_row: Callable[[Judged], None] | None = None, share: bool = True) -> Ledger:
     """Judge every item the ledger in ``folder`` lacks; returns the ledger (every row, earlier ones too).
-    ``shapes``: what timing runs on (default: the tests on a CPU, the benchmarks on a GPU)."""
+    ``shapes``: what timing runs on (default: the tests on a CPU, the benchmarks on a GPU); ``share``: the
+    candidates of a problem get the same secret inputs and one float64 truth (batch/sharing.py)."""
     ledger = Ledger(folder)
-    todo = [item for item in items if not settled(ledger.rows.get(item.id))]
+    todo = grouped_by_problem([item for item in items if not settled(ledger.rows.get(item.id))])
     settings = ProfileSettings(budget_s=budget_s, shapes=shapes or default_shapes(device))
     contestants = folder / "contestants"
+    sharing = BatchSharing(folder, [item.problem for item in todo]) if share else None
 
     def one(item: Item) -> None:
-        row = judge_one(item, runner, device, settings if timed else None, contestants)
+        shared, lane = sharing.take(item.problem) if sharing else (None, 0)
+        try:
+            row = judge_one(item, runner, device, settings if timed else None, contestants, shared)
+        finally:
+            if sharing:
+                sharing.done(item.problem, lane)
         ledger.append(row)
         if on_row:
             on_row(row)
 
-    with ThreadPoolExecutor(max(1, jobs)) as pool:
-        for _ in pool.map(one, todo):  # re-raises the first unexpected exception
-            pass
+    try:
+        with ThreadPoolExecutor(max(1, jobs)) as pool:
+            for _ in pool.map(one, todo):  # re-raises the first unexpected exception
+                pass
+    finally:
+        if sharing:
+            sharing.close()
     return ledger
 
 
-def judge_one(item: Item, runner: Runner, device: str, settings: ProfileSettings | None, contestants: Path) -> Judged:
+def judge_one(item: Item, runner: Runner, device: str, settings: ProfileSettings | None, contestants: Path,
+              shared: SharedReference | None = None) -> Judged:
     """One candidate's row: its check, and its timing when ``settings`` and it passed. A file that cannot
     be judged (not a candidate, a broken problem) is a row that says why, not a stopped batch."""
     began = time.monotonic()
     base = {"id": item.id, "level": item.level, "problem": item.problem.name, "candidate": str(item.candidate)}
     clock = PhaseClock()
     try:
-        result = check(item.problem, item.candidate, device=device, runner=runner, on_progress=clock)
+        result = check(item.problem, item.candidate, device=device, runner=runner, on_progress=clock, shared=shared)
         row = Judged(**base, **_verdict(result))
         if settings is not None and result.passed:
             baseline = compiled_reference(item.problem, contestants)

@@ -31,6 +31,8 @@ def judge(problems: Path = typer.Argument(..., help="a problem (folder or Kernel
           timed: bool = typer.Option(True, "--time/--no-time", help="time every candidate that passes, against "
                                      "eager and torch.compile of the reference"),
           budget: float = typer.Option(2.0, help="timing budget per candidate, seconds"),
+          share: bool = typer.Option(True, "--share/--no-share", help="a problem's candidates get the same secret "
+                                     "inputs (fresh per run) and one float64 truth, computed once"),
           shapes: str = SHAPES_OPT, gpus: Optional[str] = GPUS_OPT, cluster: Optional[str] = CLUSTER_OPT,
           as_json: bool = JSON_OPT) -> None:
     """Judge many candidates: verdict and cause, KernelBench's own rule, speedups over eager and torch.compile,
@@ -53,7 +55,8 @@ def judge(problems: Path = typer.Argument(..., help="a problem (folder or Kernel
     progress = _BatchProgress(sum(not settled(judged.get(item.id)) for item in items), quiet=as_json)
     try:
         ledger = judge_batch(items, out, runner, device=device, jobs=jobs, timed=timed, budget_s=budget,
-                             shapes=None if shapes == "auto" else shapes, on_row=progress.row)
+                             shapes=None if shapes == "auto" else shapes, on_row=progress.row,
+                             share=share)
     finally:
         progress.close()
         close = getattr(runner, "close", None)

@@ -15,8 +15,9 @@ Each folder is a process, trust decreasing inward:
                 holds a secret), compilers and profilers (``toolchain.py``, ``counters.py``), a CLI agent
                 (``agent.py``)
     judge/      the TRUSTED judge (``python -S -I``, non-dumpable): boots (``start.py``), serves one request
-                (``main.py``): check and profile, the reference and its float64 truth, the comparison, the
-                verdict and its causes. Reports on a private pipe, each line HMAC-signed
+                (``main.py``): check and profile, the reference and its float64 truth (kept for a batch's
+                other checks: ``shared_truth.py``), the comparison, the verdict and its causes. Reports on a
+                private pipe, each line HMAC-signed
     host/       the UNTRUSTED candidate host: boots with harness code only (forked from the judge's factory,
                 ``factory.py``), imports exactly one candidate, runs it on tensors it receives
                 (``main.py``); what it sends back is unpickled by a restricted unpickler

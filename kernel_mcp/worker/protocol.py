@@ -88,6 +88,14 @@ class JudgeBoot(_Message):
             raise ValueError(str(exc)) from None
 
 
+class SharedReference(_Message):
+    """A batch's share of the reference's work (judge/shared_truth.py): the secret its checks derive their
+    seeds and store key from, and the store's folder. Never in a result (runners redact it)."""
+
+    secret: str = Field(pattern=r"^[0-9a-f]{64}$")
+    store: str = Field(min_length=1)  # an absolute folder
+
+
 class JudgeRequest(_Message):
     """One check or profile: the second line a judge reads."""
 
@@ -104,6 +112,7 @@ class JudgeRequest(_Message):
     # a check of a problem never measured, admitted beside others with a first share of the device: the
     # judge may allocate no more than this until it has measured the reference (lease.first_need)
     memory_cap_bytes: int | None = Field(None, gt=0)
+    shared: SharedReference | None = None  # check only: a batch's inputs and float64 truths, shared
 
 
 class Ready(_Message):

@@ -1,9 +1,11 @@
 """Collusion, second half: never computes. Serves the answer ``collude_writer.py`` left for the same input
-bytes in any place both could reach (a file, or a System V segment), else zeros. Gains only if a later
-candidate is shown inputs an earlier one saw and the two share a writable place: fresh secret seeds per
-check, and shared memory private to each check, mean it must fail every case."""
+bytes in any place both could reach (a file, the kept kernel builds, or a System V segment), else zeros.
+Gains only if a later candidate is shown inputs an earlier one saw and the two share a place one writes and
+the other reads: each check's own shared memory and IPC, and kept builds out of candidates' sight, mean it
+must fail every case, even when a batch serves both the same secret inputs."""
 import ctypes
 import hashlib
+import os
 from pathlib import Path
 
 import numpy
@@ -32,7 +34,8 @@ def from_segment(name: str, like: torch.Tensor):
 def custom_kernel(data):
     a, b = data
     name = hashlib.sha256(a.cpu().numpy().tobytes() + b.cpu().numpy().tobytes()).hexdigest()[:32]
-    for place in PLACES:
+    kept = Path(os.environ.get("KERNEL_MCP_CACHE", "/nonexistent")) / "kernels"  # every candidate's kept builds
+    for place in [*PLACES, *kept.glob("*/triton")]:
         stored = place / NAME / f"{name}.pt"
         if stored.exists():
             return torch.load(stored).to(a.device)

@@ -1,8 +1,8 @@
 """Collusion, first half (issue 38: candidates judged one after another in a batch or by a reward API): an
 honest a + b that also leaves every answer it computes, keyed by a hash of the input bytes, wherever it can:
 files in /dev/shm, /dev (a root candidate on the machine's devtmpfs), /tmp, the home cache and its own
-folder, and a System V shared-memory segment (which outlives its process), for ``collude_reader.py`` to
-serve later. It computes correctly, so it must pass; the point is what its partner gains."""
+folder, its Triton cache (kept with its builds), and a System V shared-memory segment (which outlives its
+process), for ``collude_reader.py`` to serve later. It computes correctly, so it must pass; the point is what its partner gains."""
 import ctypes
 import hashlib
 import os
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import torch
 
-PLACES = [Path("/dev/shm"), Path("/dev"), Path("/tmp"), Path.home() / ".cache", Path(__file__).resolve().parent]
+# its own Triton cache too: what it leaves there is kept among its builds after the check (isolation/kernel_cache.py)
+PLACES = [Path("/dev/shm"), Path("/dev"), Path("/tmp"), Path.home() / ".cache", Path(__file__).resolve().parent,
+          Path(os.environ.get("TRITON_CACHE_DIR", "/nonexistent"))]
 NAME = "kernel_mcp_collusion"
 IPC_CREAT = 0o1000
 

@@ -37,16 +37,20 @@ SHARED_STATE_VAR = "KERNEL_MCP_TEST_STATE_DIR"
 CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
 OWN = sandbox.CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET  # mounts, System V IPC, the network (its loopback down)
 _libc = ctypes.CDLL(None, use_errno=True)
+ENTERED = False  # this process entered them: its candidates can pass no notes (a batch may share inputs)
 
 
 def enter() -> str:
     """Give this process (single-threaded: unshare refuses otherwise) mount, IPC and network namespaces of its
     own, with a fresh tmpfs on /dev/shm. Returns "" when done, else why not (the machine's stay). Never
     raises: a judge without them still judges."""
+    global ENTERED
     try:
-        return _enter()
+        refused = _enter()
     except OSError as exc:
-        return f"{type(exc).__name__}: {exc}"
+        refused = f"{type(exc).__name__}: {exc}"
+    ENTERED = not refused
+    return refused
 
 
 def _enter() -> str:

@@ -4,10 +4,11 @@ candidate, so no candidate can plant a build that another candidate, the referen
 A process that runs candidate code builds into its own scratch folder. Before it starts, trusted code
 (the judge, or the runner for compile steps) fills that folder from the store entry of *this* candidate
 (keyed by its folder and bytes); after it ends, trusted code keeps the new builds in that entry. Those
-processes see the whole store read-only where they get a mount namespace (sandbox.make_preexec), so the
-only builds a candidate can plant are its own: code it could run directly anyway. Without namespaces
-(no root, no user namespaces) the store is writable by the candidate's user, like every file of that
-user; the check then says `no_pid_namespace`. The judge itself builds into a private temporary folder
+processes do not see the store at all where they get a mount namespace (an empty tmpfs covers it:
+sandbox._enter_namespaces), so the only builds a candidate can plant are its own (code it could run
+directly anyway), and nothing another candidate left there (a note among its builds) can be read.
+Without namespaces (no root, no user namespaces) the store is writable by the candidate's user, like
+every file of that user; the check then says `no_pid_namespace`. The judge itself builds into a private temporary folder
 of its own and loads nothing from here (worker/judge/main.py).
 
 Copies are made by trusted code from folders untrusted code wrote: symbolic links are never copied or
@@ -49,7 +50,9 @@ def scratch_env(scratch: Path) -> dict[str, str]:
 
 
 def prepare(scratch: Path) -> None:
-    """Empty build caches in a new scratch folder, before any candidate is known."""
+    """Empty build caches in a new scratch folder, before any candidate is known; the store made if it is not
+    there (its processes get an empty cover over it: sandbox._enter_namespaces)."""
+    store().mkdir(parents=True, exist_ok=True)
     for name in KINDS.values():
         (scratch / name).mkdir(parents=True, exist_ok=True)
 

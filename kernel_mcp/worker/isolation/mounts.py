@@ -21,17 +21,25 @@ UNSEALED = ("/dev/shm", "/proc")
 SEALED_IN_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 
 
-def seal_file_systems(writable: tuple[str, ...]) -> None:
-    """In a mount namespace of our own: every mount read-only (UNSEALED aside), then each ``writable``
-    folder bound back read-write. Best effort, mount by mount: what could not be sealed shows in
-    /proc/<pid>/mountinfo, which the trusted side reads (writable_in)."""
+def seal_file_systems(writable: tuple[str, ...], hidden: tuple[str, ...] = ()) -> None:
+    """In a mount namespace of our own: every mount read-only (UNSEALED aside), each ``hidden`` folder covered
+    by an empty read-only tmpfs, then each ``writable`` folder bound back read-write. Best effort, mount by
+    mount: what could not be sealed or hidden shows in /proc/<pid>/mountinfo, which the trusted side reads
+    (writable_in, covered_in)."""
     for point in mount_points(Path("/proc/self/mountinfo")):
         if not any(point == top or point.startswith(top + "/") for top in UNSEALED):
             _remount(point.encode(), read_only=True)
     for path in SEALED_IN_PROC:
         _bind(path.encode(), read_only=True)
+    for folder in hidden:
+        _libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k")
     for folder in writable:
         _bind(folder.encode(), read_only=False)
+
+
+def covered_in(pid: int, path: Path) -> bool:
+    """Whether ``pid`` has a mount of its own at ``path`` (seal_file_systems' cover over a hidden folder)."""
+    return str(path.resolve()) in mount_points(Path(f"/proc/{pid}/mountinfo"))
 
 
 def _bind(path: bytes, read_only: bool) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kernel_mcp.files import CACHE_VAR, cache_root
 from kernel_mcp.worker.isolation import mounts
+from kernel_mcp.worker.isolation import kernel_cache
 from kernel_mcp.worker.isolation.kernel_cache import scratch_env
 from kernel_mcp.worker.isolation.proctree import RUN_TOKEN_VAR
 
@@ -202,7 +203,7 @@ def _enter_namespaces(writable: tuple[str, ...] = ()) -> None:
         # private mounts first, so the new /proc and the read-only remounts are seen by this namespace only
         if _libc.mount(None, b"/", None, mounts.MS_REC | mounts.MS_PRIVATE, None) == 0:
             _libc.mount(b"proc", b"/proc", b"proc", mounts.MS_NOSUID | mounts.MS_NODEV | mounts.MS_NOEXEC, None)
-            mounts.seal_file_systems(writable)
+            mounts.seal_file_systems(writable, hidden=(str(kernel_cache.store()),))  # others' kept builds
         return
     os.closerange(3, 1 << 16)  # includes Popen's exec-status pipe: Popen returns now, as after an exec
     status = _wait_while_parent_lives(child)

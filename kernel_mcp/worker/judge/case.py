@@ -2,7 +2,9 @@
 candidate, and its output judged (form, inputs left alone, values), with the benchmark's own contract beside."""
 from __future__ import annotations
 
+import random
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,17 +28,24 @@ class Case:
     params: dict[str, Any]  # what generate_input gets (a fresh seed stays in the judge)
     shown: dict[str, Any]  # what the result shows
     signed: bool = False  # KernelBench: inputs of one sign get random signs (kernelbench.signed)
+    rng_seed: int | None = None  # the RNG seed its runs start from (None: a fresh one when served)
 
 
-def plan_cases(tests: list[dict], fresh_seeds: int) -> list[Case]:
+def fresh_seed(_: str) -> int:
+    return secrets.randbits(31)
+
+
+def plan_cases(tests: list[dict], fresh_seeds: int, seed: Callable[[str], int] = fresh_seed) -> list[Case]:
     """Each listed test, each followed by copies with fresh secret seeds: every shape is served at least
-    twice with different values, so an answer cached by pointer, shape or sampled values is caught."""
+    twice with different values, so an answer cached by pointer, shape or sampled values is caught.
+    ``seed(name)``: each secret and RNG seed (fresh; a batch's checks derive theirs from its secret)."""
     cases = []
     for i, test in enumerate(tests):
-        cases.append(Case(f"test {i}", dict(test), dict(test)))
+        cases.append(Case(f"test {i}", dict(test), dict(test), rng_seed=seed(f"test {i} rng")))
         for j in range(fresh_seeds):
-            cases.append(Case(f"test {i} (secret seed {j + 1})", {**test, "seed": secrets.randbits(31)},
-                              {**test, "seed": "secret"}, signed=True))
+            name = f"test {i} (secret seed {j + 1})"
+            cases.append(Case(name, {**test, "seed": seed(name)}, {**test, "seed": "secret"}, signed=True,
+                              rng_seed=seed(f"{name} rng")))
     return cases
 
 
@@ -47,7 +56,7 @@ def random_shapes(rt: ReferenceRuntime, result: CheckResult) -> list[Case]:
     if spec is None or not rt.problem.tests:
         return []
     cases, refused = [], []
-    for i, params in enumerate(shapes.drawn(rt.problem.tests[0], spec.ranges, spec.count)):
+    for i, params in enumerate(shapes.drawn(rt.problem.tests[0], spec.ranges, spec.count, _secret_rng(rt, "random"))):
         (cases if _accepted(rt, params) else refused).append(Case(f"random shape {i}", params, shapes.shown(params)))
     if refused:
         result.findings.append(Finding(code="random_shape_refused", severity="warning", message=(
@@ -62,7 +71,7 @@ def undeclared_shape(rt: ReferenceRuntime, result: CheckResult) -> list[Case]:
     if rt.problem.kind == "kernelbench":
         why = "KernelBench fixes a problem's shapes in its file (get_inputs takes no parameters)"
     else:
-        tried = shapes.variants(rt.problem.tests, rt.problem.benchmarks)
+        tried = shapes.variants(rt.problem.tests, rt.problem.benchmarks, _secret_rng(rt, "undeclared"))
         for params in tried:
             if _accepted(rt, params):
                 return [Case("undeclared shape", params, shapes.shown(params))]
@@ -71,6 +80,11 @@ def undeclared_shape(rt: ReferenceRuntime, result: CheckResult) -> list[Case]:
     result.findings.append(Finding(code="shape_not_varied", severity="info", message=(
         f"only the listed shapes were served: {why}, so a kernel correct on those alone is not caught")))
     return []
+
+
+def _secret_rng(rt: ReferenceRuntime, purpose: str) -> random.Random | None:
+    """Secret draws of shapes: the same in every check of a batch (from its secret), else fresh (None)."""
+    return rt.shared.rng(f"{purpose} shapes") if rt.shared else None
 
 
 def _accepted(rt: ReferenceRuntime, params: dict) -> bool:
@@ -99,7 +113,7 @@ class CaseRunner:
         rt, call_id = self.rt, self.calls
         self.calls += 1
         release_device_memory(rt.device, rt.tight_memory)  # the last case's shared inputs, once dropped
-        served = rt.case(case.params, signed=case.signed)
+        served = rt.case(case.params, signed=case.signed, rng_seed=case.rng_seed)
         trace.mark(f"{case.name}: inputs made, their roles measured")
         pristine = served.data  # generated for this case alone and never given out: no copy needed (memory)
         reference = rt.expected(served, case.params)
@@ -182,7 +196,7 @@ class CaseRunner:
         self.diagnose = False
         try:
             again = self.judge(Case(f"{case.name} (diagnosis)", case.params, case.shown,
-                                    case.signed if signed is None else signed), serialize=serialize)
+                                    case.signed if signed is None else signed, case.rng_seed), serialize=serialize)
         except Exception:  # noqa: BLE001  (a diagnosis that cannot run names no cause)
             return None
         finally:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 
 import torch
@@ -9,11 +10,13 @@ import torch
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CheckResult, Finding, MemoryUse
 from kernel_mcp.worker import lease
+from kernel_mcp.worker.isolation import check_namespaces, kernel_cache, mounts
 from kernel_mcp.worker.judge import batch_invariance, contract, determinism, footprint, numerics, reruns
 from kernel_mcp.worker.judge.case import CaseRunner, plan_cases, random_shapes, undeclared_shape
 from kernel_mcp.worker.judge.context import Judging
 from kernel_mcp.worker.judge.reference import ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
+from kernel_mcp.worker.judge.shared_truth import SharedTruth
 
 STOPPING_FAILURES = {"crash", "timeout", "forged"}  # the candidate process is gone or cannot be believed
 
@@ -121,8 +124,13 @@ def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judg
     """Every test and its secret-seeded copies, and a shape the task does not list, through a started
     session; then the cause of a failure (with the calls its diagnosis needs), the benchmark's own contract
     beside ours, and the verdict."""
-    cases = plan_cases(runtime.problem.tests, judging.request.fresh_seeds or runtime.problem.spec.fresh_seeds)
-    cases += undeclared_shape(runtime, result) + random_shapes(runtime, result)
+    runtime.shared = _shared_truth(judging, runtime, session, result)
+    seeds = {"seed": runtime.shared.seed} if runtime.shared else {}
+    cases = plan_cases(runtime.problem.tests, judging.request.fresh_seeds or runtime.problem.spec.fresh_seeds, **seeds)
+    drawn = undeclared_shape(runtime, result) + random_shapes(runtime, result)
+    # in a batch, drawn sizes are the same in every check (shapes.py's rng from its secret); their RNG seeds too
+    cases += [dataclasses.replace(case, rng_seed=runtime.shared.seed(f"{case.name} rng")) for case in drawn] \
+        if seeds else drawn
     runner = CaseRunner(runtime, session, result, contract.rules(runtime),
                         keep="" if runtime.tight_memory else determinism.REPEATED)
     ran = _run_cases(runner, cases, judging.reporter)
@@ -131,6 +139,32 @@ def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judg
     if ran:
         contract.summarise(result, runner.rules)
         _repeat(runner, cases, judging, result)
+    shared = runtime.shared.finding() if runtime.shared else None
+    if shared:
+        result.findings.append(shared)
+
+
+def _shared_truth(judging: Judging, runtime: ReferenceRuntime, session: CandidateSession,
+                  result: CheckResult) -> SharedTruth | None:
+    """The batch's store, where the request brings one and candidates can pass no notes: this judge has its
+    own /dev/shm, IPC and network, and the candidate's host its own PID and mount namespaces, with every
+    file system it should not write read-only and the kept kernel builds out of its sight (else the same
+    secret inputs for every candidate would be worth writing down; fresh seeds then)."""
+    shared = judging.request.shared
+    if shared is None:
+        return None
+    session.wait_booted()
+    sealed = session.isolated and not session.writable_to_host() \
+        and mounts.covered_in(session.host_pid, kernel_cache.store())
+    if not (check_namespaces.ENTERED and sealed):
+        result.findings.append(Finding(code="shared_reference_off", severity="info", message=(
+            "this batch's shared inputs and float64 truths were not used: the sandbox here cannot keep candidates "
+            "from passing notes (no namespaces of their own, or mounts it could not seal), so this check drew "
+            "fresh secret seeds")))
+        return None
+    problem = runtime.problem
+    source = hashlib.sha256(problem.reference_file.read_bytes()).hexdigest()
+    return SharedTruth(shared.secret, shared.store, f"{problem.path}|{source}")
 
 
 def _repeat(runner: CaseRunner, cases: list, judging: Judging, result: CheckResult) -> None:

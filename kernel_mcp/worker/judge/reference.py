@@ -21,9 +21,10 @@ from kernel_mcp.problem import Problem
 from kernel_mcp.results import Finding
 from kernel_mcp.worker import kernelbench, tensors, trace
 from kernel_mcp.worker.inputs import ProblemInputs
-from kernel_mcp.worker.judge import expected_leaves, float64_run, roles
-from kernel_mcp.worker.judge.parking import inputs_parked, run_parked
+from kernel_mcp.worker.judge import expected_leaves, float64_run, roles, shared_truth
+from kernel_mcp.worker.judge.parking import inputs_parked, park, run_parked
 from kernel_mcp.worker.judge.reduction_trace import Terms
+from kernel_mcp.worker.judge.shared_truth import SharedTruth, Truth
 from kernel_mcp.worker.judge.tolerance import Expected, inferred_reduction_length
 
 
@@ -48,6 +49,7 @@ class Reference:
     inferred_k: float = 1.0  # tolerance.inferred_reduction_length, for problems that declare no K
     after: list[tuple[int, Expected]] = field(default_factory=list)
     terms: list[Terms] = field(default_factory=list)  # per leaf, then per input after: K traced in float64
+    memo: str = ""  # in a batch, what its float64 truth was stored under (judge/shared_truth.py)
 
 
 def _private_pool(device: str) -> Any:
@@ -77,6 +79,7 @@ class ReferenceRuntime(ProblemInputs):
         self.cases_seen = 0
         self.call_timeout = problem.spec.timeouts.call  # seconds; judge/footprint.py lengthens it for slow problems
         self._share_pool = _private_pool(device)
+        self.shared: SharedTruth | None = None  # a batch's store of float64 truths (judge/shared_truth.py)
 
     def share_copy(self, pristine: Any) -> Any:
         """The copy of the inputs the candidate gets. On a GPU it comes from a memory pool of its own:
@@ -164,16 +167,16 @@ class ReferenceRuntime(ProblemInputs):
         take the device, and what those return waits there after."""
         pristine, after = case.data, case.run.roles.compared_after()
         self.rng_seed = case.rng_seed
-        findings: list[Finding] = []
-        with inputs_parked(pristine, self.tight_memory) as parked, run_parked(case.run, self.tight_memory):
-            home = self.device if parked else None  # None: each input's float64 copy where the input is
-            run = functools.partial(self.ref_kernel, float64=True)
-            ref64, terms = float64_run.run(run, pristine, home, findings, after, self.tight_memory, traced=True)
-            trace.mark("float64 reference made")
-            magnitude = None
-            if ref64 is not None and self.problem.spec.tolerance.magnitude == "abs_inputs":
-                magnitude, _ = float64_run.run(run, tensors.absolute(pristine), home, findings, after,
-                                               self.tight_memory, quiet=True)
+        key = self._memo_key(pristine, after)
+        truth = self._stored_truth(key) if key else None
+        if truth is None:
+            with inputs_parked(pristine, self.tight_memory) as parked, run_parked(case.run, self.tight_memory):
+                truth = self._float64_truth(pristine, after, self.device if parked else None, bool(key))
+            if key:
+                needs_magnitude = self.problem.spec.tolerance.magnitude == "abs_inputs"
+                self.shared.save(key, truth, truth.ref64 is not None and (truth.magnitude is not None
+                                                                          or not needs_magnitude))
+        ref64, terms, magnitude, findings = truth.ref64, truth.terms, truth.magnitude, list(truth.findings)
         honest = (tensors.floats_as_tensors(case.run.output), [case.run.after[i] for i in after])
         structure = honest[0]
         exact = ref64 is not None
@@ -184,7 +187,58 @@ class ReferenceRuntime(ProblemInputs):
         outputs = len(tensors.leaves(structure))
         return Reference(structure=structure, leaves=expect[:outputs], findings=findings,
                          inferred_k=inferred_reduction_length(*elements), terms=terms,
-                         after=[(i, e) for i, (_, e) in zip(after, expect[outputs:])])
+                         after=[(i, e) for i, (_, e) in zip(after, expect[outputs:])], memo=key)
+
+    def _float64_truth(self, pristine: Any, after: list[int], home: str | None, kept: bool = False) -> Truth:
+        """The float64 runs of one case (``home``: where each input's float64 copy goes, None: where it is);
+        ``kept``: for a batch's store, with the buffers a KernelBench model's runs left."""
+        findings: list[Finding] = []
+        run = functools.partial(self.ref_kernel, float64=True)
+        ref64, terms = float64_run.run(run, pristine, home, findings, after, self.tight_memory, traced=True)
+        trace.mark("float64 reference made")
+        magnitude = None
+        if ref64 is not None and self.problem.spec.tolerance.magnitude == "abs_inputs":
+            magnitude, _ = float64_run.run(run, tensors.absolute(pristine), home, findings, after,
+                                           self.tight_memory, quiet=True)
+        buffers = {name: b.detach().cpu() for name, b in self.model64.named_buffers()} \
+            if kept and self.problem.kind == "kernelbench" else None
+        return Truth(ref64=ref64, terms=terms, magnitude=magnitude, findings=findings, buffers_after=buffers)
+
+    def _memo_key(self, pristine: Any, after: list[int]) -> str:
+        """In a batch, the key of this case's truth in its store: a digest of everything the float64 runs read
+        (the inputs' bits, the case's RNG seed, the float64 model's parameters and buffers, what is compared
+        after, the tolerance's magnitude rule, torch and the device; not where the result waits: a truth read
+        back is placed as this check's own run would place it). "" outside a batch, or for inputs it cannot
+        describe exactly."""
+        if self.shared is None:
+            return ""
+        device = torch.cuda.get_device_name(self.device) if self.device.startswith("cuda") else self.device
+        state = None
+        if self.problem.kind == "kernelbench":  # buffers that are not in state_dict (persistent=False) too
+            state = [dict(self.model64.named_parameters()), dict(self.model64.named_buffers())]
+        context = [self.rng_seed, after, self.problem.spec.tolerance.magnitude, torch.__version__, device]
+        try:
+            return self.shared.key(shared_truth.fingerprint(pristine, state, context))
+        except shared_truth.NotFingerprinted:
+            return ""
+
+    def _stored_truth(self, key: str) -> Truth | None:
+        """The truth a check of this batch stored for the same inputs, placed where this check's own run would
+        have put it; a KernelBench float64 model takes the buffers that run left (BatchNorm's statistics)."""
+        entry = self.shared.load(key)
+        if entry is None:
+            return None
+        place = park if self.tight_memory else (lambda t: t.to(self.device))
+        truth = shared_truth.from_entry(entry, place, Terms)
+        if truth.buffers_after is not None:
+            buffers = dict(self.model64.named_buffers())
+            if set(buffers) != set(truth.buffers_after):
+                return None
+            with torch.no_grad():
+                for name, value in truth.buffers_after.items():
+                    buffers[name].copy_(value)
+        trace.mark("float64 reference read from the batch's store")
+        return truth
 
     def reduction_length(self, params: dict[str, Any], reference: Reference | None = None,
                          leaf: int = 0) -> tuple[float, str]:

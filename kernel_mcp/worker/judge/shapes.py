@@ -36,41 +36,45 @@ def varying(listed: list[dict[str, Any]]) -> dict[str, int]:
     return found
 
 
-def variants(tests: list[dict[str, Any]], benchmarks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def variants(tests: list[dict[str, Any]], benchmarks: list[dict[str, Any]],
+             rng: random.Random | None = None) -> list[dict[str, Any]]:
     """Parameter sets to try, most moved first: every varying size moved at once, then each alone. Based on
-    a test chosen in secret (the tests are the task's small shapes); never one of the listed shapes."""
+    a test chosen in secret (the tests are the task's small shapes); never one of the listed shapes. ``rng``:
+    secret draws (default: the system's; a batch's checks seed theirs from its secret)."""
+    rng = rng or random.SystemRandom()
     listed = tests + benchmarks
     steps = varying(listed)
     if not steps:
         return []
-    base = secrets.choice(tests)
-    moves = {name: _move(base[name], step) for name, step in steps.items()}
+    base = rng.choice(tests)
+    moves = {name: _move(base[name], step, rng) for name, step in steps.items()}
     tried = [{**base, **moves}] + [{**base, name: value} for name, value in moves.items()]
     shapes = {_shape(case) for case in listed}
     out = []
     for case in tried:
         if _shape(case) not in shapes and case not in out:
-            out.append({**case, "seed": secrets.randbits(31)})
+            out.append({**case, "seed": rng.getrandbits(31)})
     return out
 
 
-def _move(value: int, step: int) -> int:
+def _move(value: int, step: int, rng: random.Random) -> int:
     """``value`` moved by ``step`` times a secret small prime, down when that stays positive and a coin
     says so, else up."""
-    delta = step * secrets.choice(PRIMES)
-    return value - delta if value - delta >= 1 and secrets.randbits(1) else value + delta
+    delta = step * rng.choice(PRIMES)
+    return value - delta if value - delta >= 1 and rng.getrandbits(1) else value + delta
 
 
-def drawn(base: dict[str, Any], ranges: dict[str, tuple[int, int]], count: int) -> list[dict[str, Any]]:
+def drawn(base: dict[str, Any], ranges: dict[str, tuple[int, int]], count: int,
+          rng: random.Random | None = None) -> list[dict[str, Any]]:
     """``count`` shapes drawn afresh (taskspec.RandomShapes): ``base``'s parameters with each ranged size
     drawn log-uniformly in its range and made ragged; the first draw puts every size at its lowest (one
     element where the range starts at 1), the second at its highest; a fresh secret seed each."""
-    rng = random.Random(secrets.randbits(64))
+    rng = rng or random.Random(secrets.randbits(64))
     out = []
     for i in range(count):
         sizes = {name: (low if i == 0 else high if i == 1 else _ragged(_log_uniform(rng, low, high), low, high, rng))
                  for name, (low, high) in ranges.items()}
-        out.append({**base, **sizes, "seed": secrets.randbits(31)})
+        out.append({**base, **sizes, "seed": rng.getrandbits(31)})
     return out
 
 

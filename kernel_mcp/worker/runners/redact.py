@@ -41,7 +41,12 @@ def secrets_in(environ: Mapping[str, str]) -> dict[str, str]:
 
 class Redactor:
     def __init__(self, environ: Mapping[str, str] | None = None):
-        self.secrets = secrets_in(os.environ if environ is None else environ)
+        self._environ = dict(os.environ if environ is None else environ)
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        """Read at each use: a value remembered after this runner was made (a batch's secret) counts too."""
+        return secrets_in(self._environ)
 
     def text(self, text: str) -> str:
         for value, name in self.secrets.items():

@@ -1,0 +1,70 @@
+"""What the checks of one batch share (issue 38): the candidates of a problem are served the same secret inputs
+and read the reference's float64 truth from one store instead of each recomputing it (the judge's side:
+worker/judge/shared_truth.py, which says why that is safe). The batch holds the secret and removes a problem's
+store once its last candidate is judged; a new run of the batch (a resume) draws a new secret, so whatever an
+earlier run left is unreadable, and is removed at the start.
+
+Lanes: candidates judged at the same moment could pass notes live (a file one polls while the other writes
+it, the GPU's memory figures), so no two candidates of a problem that run at once get the same inputs. Each
+running candidate holds a lane of its problem, and each lane has its own secret and store; a candidate takes
+the lowest lane free, so lane k serves one candidate after another, each reading the truths the last one
+kept. With ``--jobs`` J, at most J candidates of a problem compute its truths; every later one reads them."""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import shutil
+import threading
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from kernel_mcp.worker import remember_secret
+from kernel_mcp.worker.protocol import SharedReference
+
+FOLDER = ".shared_truth"  # in the batch's OUT folder: a name no user folder is likely to have
+
+
+class BatchSharing:
+    def __init__(self, out: Path, problems: list[Path]):
+        self.folder = (out / FOLDER).resolve()
+        shutil.rmtree(self.folder, ignore_errors=True)  # an earlier run's entries: under a secret now gone
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._secret = secrets.token_bytes(32)
+        self._index = {problem: i for i, problem in enumerate(dict.fromkeys(problems))}
+        self._left = Counter(problems)
+        self._busy: dict[Path, set[int]] = defaultdict(set)
+        self._lock = threading.Lock()
+
+    def take(self, problem: Path) -> tuple[SharedReference, int]:
+        """A lane of ``problem`` no running candidate holds: its secret and store, and its number (for ``done``)."""
+        with self._lock:
+            lane = next(i for i in range(len(self._busy[problem]) + 1) if i not in self._busy[problem])
+            self._busy[problem].add(lane)
+        secret = hmac.new(self._secret, f"lane {lane}".encode(), hashlib.sha256).hexdigest()
+        remember_secret(secret, "the batch's secret")  # never in a result (runners/redact.py)
+        store = self._store(problem) / f"lane{lane}"
+        store.mkdir(parents=True, exist_ok=True)  # a judge makes no folder above its own (shared_truth.py)
+        return SharedReference(secret=secret, store=str(store)), lane
+
+    def _store(self, problem: Path) -> Path:
+        return self.folder / f"{self._index[problem]:05d}-{problem.stem}"
+
+    def done(self, problem: Path, lane: int) -> None:
+        """One candidate of ``problem`` judged: its lane is free again; the problem's store goes with the last."""
+        with self._lock:
+            self._busy[problem].discard(lane)
+            self._left[problem] -= 1
+            last = self._left[problem] == 0
+        if last:
+            shutil.rmtree(self._store(problem), ignore_errors=True)
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def grouped_by_problem(items: list) -> list:
+    """Items in their order, each problem's together (first appearance first): a problem's store then holds
+    while its candidates run, and is removed before the next problems' fill the disk."""
+    order = {problem: i for i, problem in enumerate(dict.fromkeys(item.problem for item in items))}
+    return sorted(items, key=lambda item: order[item.problem])
