@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -24,18 +25,21 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re
 MIN_LENGTH = 8  # shorter values ("1", "true") would redact ordinary words
 Model = TypeVar("Model", bound=BaseModel)
 _REMEMBERED: dict[str, str] = {}
+_REMEMBERING = threading.Lock()  # a batch remembers its lanes' secrets from its worker threads
 
 
 def remember(value: str, name: str) -> None:
     """A secret that is not in the environment (a token given as an argument)."""
     if value and len(value) >= MIN_LENGTH:
-        _REMEMBERED[value] = name
+        with _REMEMBERING:
+            _REMEMBERED[value] = name
 
 
 def secrets_in(environ: Mapping[str, str]) -> dict[str, str]:
     """value -> variable name, for each variable that holds a secret, longest first."""
     found = {value: name for name, value in environ.items() if SECRET_NAME.search(name) and len(value) >= MIN_LENGTH}
-    found.update(_REMEMBERED)
+    with _REMEMBERING:
+        found.update(_REMEMBERED)
     return dict(sorted(found.items(), key=lambda item: -len(item[0])))
 
 
