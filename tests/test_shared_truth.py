@@ -13,7 +13,7 @@ import pytest
 import torch
 from test_cheats import CHEATS, VECTOR_ADD
 
-from kernel_mcp.batch.sharing import BatchSharing, grouped_by_problem
+from kernel_mcp.batch.sharing import BatchSharing, scheduled
 from kernel_mcp.batch.sources import Item
 from kernel_mcp.tools.check import check
 from kernel_mcp.worker.judge.shared_truth import SharedTruth, Truth
@@ -187,9 +187,14 @@ def test_candidates_running_at_once_never_share_inputs_and_a_problems_store_goes
     clean."""
     a, b = tmp_path / "a", tmp_path / "b.py"
     (tmp_path / ".shared_truth" / "leftover").mkdir(parents=True)  # an earlier run's, under a secret now gone
+    c = tmp_path / "c.py"
     items = [Item("1", a, tmp_path / "1.py"), Item("2", b, tmp_path / "2.py"), Item("3", a, tmp_path / "3.py"),
-             Item("4", a, tmp_path / "4.py")]
-    assert [i.id for i in grouped_by_problem(items)] == ["1", "3", "4", "2"]
+             Item("4", a, tmp_path / "4.py"), Item("5", c, tmp_path / "5.py")]
+    # two at a time: problems a and b side by side, a candidate of each in turn, then c
+    assert [i.id for i in scheduled(items, 2)] == ["1", "2", "3", "4", "5"]
+    assert [i.id for i in scheduled(items, 1)] == ["1", "3", "4", "2", "5"]
+    assert [i.id for i in scheduled(items, 3)] == ["1", "2", "5", "3", "4"]
+    items = items[:4]
     sharing = BatchSharing(tmp_path, [i.problem for i in items])
     assert not (tmp_path / ".shared_truth" / "leftover").exists()
     (first, lane0), (second, lane1) = sharing.take(a), sharing.take(a)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kernel_mcp.batch.contestants import compiled_reference
 from kernel_mcp.batch.ledger import Judged, Ledger
-from kernel_mcp.batch.sharing import BatchSharing, grouped_by_problem
+from kernel_mcp.batch.sharing import BatchSharing, scheduled
 from kernel_mcp.batch.sources import Item
 from kernel_mcp.errors import UsageError
 from kernel_mcp.results import CheckResult, ProfileResult, ProfileSettings
@@ -32,7 +32,7 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     ``shapes``: what timing runs on (default: the tests on a CPU, the benchmarks on a GPU); ``share``: the
     candidates of a problem get the same secret inputs and one float64 truth (batch/sharing.py)."""
     ledger = Ledger(folder)
-    todo = grouped_by_problem([item for item in items if not settled(ledger.rows.get(item.id))])
+    todo = scheduled([item for item in items if not settled(ledger.rows.get(item.id))], jobs)
     settings = ProfileSettings(budget_s=budget_s, shapes=shapes or default_shapes(device))
     contestants = folder / "contestants"
     sharing = BatchSharing(folder, [item.problem for item in todo]) if share else None

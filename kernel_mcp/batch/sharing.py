@@ -8,11 +8,13 @@ Lanes: candidates judged at the same moment could pass notes live (a file one po
 it, the GPU's memory figures), so no two candidates of a problem that run at once get the same inputs. Each
 running candidate holds a lane of its problem, and each lane has its own secret and store; a candidate takes
 the lowest lane free, so lane k serves one candidate after another, each reading the truths the last one
-kept. With ``--jobs`` J, at most J candidates of a problem compute its truths; every later one reads them."""
+kept. With ``--jobs`` J, at most J candidates of a problem compute its truths, and the order (``scheduled``)
+makes it about one: candidates running at once are mostly of different problems."""
 from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import secrets
 import shutil
 import threading
@@ -63,8 +65,15 @@ class BatchSharing:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def grouped_by_problem(items: list) -> list:
-    """Items in their order, each problem's together (first appearance first): a problem's store then holds
-    while its candidates run, and is removed before the next problems' fill the disk."""
-    order = {problem: i for i, problem in enumerate(dict.fromkeys(item.problem for item in items))}
-    return sorted(items, key=lambda item: order[item.problem])
+def scheduled(items: list, width: int) -> list:
+    """The order to judge ``items`` in, ``width`` at a time: problems in blocks of ``width``, and within a block
+    one candidate of each problem in turn. Candidates running at once are then mostly of different problems,
+    so each takes its problem's first lane and a problem's truths are computed about once (not once per
+    candidate running beside another of its problem); and only a block's stores are on disk at a time."""
+    problems = list(dict.fromkeys(item.problem for item in items))
+    of = {problem: [item for item in items if item.problem == problem] for problem in problems}
+    order = []
+    for start in range(0, len(problems), max(1, width)):
+        for turn in itertools.zip_longest(*(of[problem] for problem in problems[start:start + width])):
+            order.extend(item for item in turn if item is not None)
+    return order
