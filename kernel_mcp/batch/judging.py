@@ -38,7 +38,7 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     sharing = BatchSharing(folder, [item.problem for item in todo]) if share else None
 
     def one(item: Item) -> None:
-        shared, lane = sharing.take(item.problem) if sharing else (None, 0)
+        shared, lane = sharing.take(item.problem) if sharing else (None, None)
         try:
             row = judge_one(item, runner, device, settings if timed else None, contestants, shared)
         finally:

@@ -38,22 +38,29 @@ class BatchSharing:
         self._busy: dict[Path, set[int]] = defaultdict(set)
         self._lock = threading.Lock()
 
-    def take(self, problem: Path) -> tuple[SharedReference, int]:
-        """A lane of ``problem`` no running candidate holds: its secret and store, and its number (for ``done``)."""
+    def take(self, problem: Path) -> tuple[SharedReference | None, int | None]:
+        """A lane of ``problem`` no running candidate holds: its secret and store, and its number (for ``done``);
+        (None, None) where its store cannot be made (the check then shares nothing: never a failure)."""
         with self._lock:
             lane = next(i for i in range(len(self._busy[problem]) + 1) if i not in self._busy[problem])
             self._busy[problem].add(lane)
         secret = hmac.new(self._secret, f"lane {lane}".encode(), hashlib.sha256).hexdigest()
         remember_secret(secret, "the batch's secret")  # never in a result (runners/redact.py)
         store = self._store(problem) / f"lane{lane}"
-        store.mkdir(parents=True, exist_ok=True)  # a judge makes no folder above its own (shared_truth.py)
+        try:
+            store.mkdir(parents=True, exist_ok=True)  # a judge makes no folder above its own (shared_truth.py)
+        except OSError:
+            with self._lock:
+                self._busy[problem].discard(lane)
+            return None, None
         return SharedReference(secret=secret, store=str(store)), lane
 
     def _store(self, problem: Path) -> Path:
         return self.folder / f"{self._index[problem]:05d}-{problem.stem}"
 
-    def done(self, problem: Path, lane: int) -> None:
-        """One candidate of ``problem`` judged: its lane is free again; the problem's store goes with the last."""
+    def done(self, problem: Path, lane: int | None) -> None:
+        """One candidate of ``problem`` judged: its lane (if it took one) is free again; the problem's store goes
+        with the last."""
         with self._lock:
             self._busy[problem].discard(lane)
             self._left[problem] -= 1

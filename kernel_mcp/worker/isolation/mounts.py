@@ -38,8 +38,20 @@ def seal_file_systems(writable: tuple[str, ...], hidden: tuple[str, ...] = ()) -
 
 
 def covered_in(pid: int, path: Path) -> bool:
-    """Whether ``pid`` has a mount of its own at ``path`` (seal_file_systems' cover over a hidden folder)."""
-    return str(path.resolve()) in mount_points(Path(f"/proc/{pid}/mountinfo"))
+    """Whether what ``pid`` sees at ``path`` is seal_file_systems' cover: the last mount there a read-only tmpfs
+    (a mount the machine itself has at that path does not count: it is no cover)."""
+    target = str(path.resolve())
+    try:
+        lines = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+    except OSError:
+        return False
+    at = [line.split() for line in lines if len(line.split()) > 5 and _unescape(line.split()[4]) == target]
+    if not at:
+        return False
+    fields = at[-1]
+    fstype = fields[fields.index("-") + 1] if "-" in fields else ""
+    machine_has_one = target in mount_points(Path("/proc/self/mountinfo"))
+    return fstype == "tmpfs" and "ro" in fields[5].split(",") and not machine_has_one
 
 
 def _bind(path: bytes, read_only: bool) -> None:

@@ -135,10 +135,11 @@ def make_preexec(limit_address_space: int | None, isolate: bool, writable: tuple
             resource.setrlimit(resource.RLIMIT_AS, (limit_address_space, limit_address_space))
         if isolate:
             _enter_namespaces(writable)
-        if os.geteuid() == 0:  # root keeps its capabilities across exec unless they leave the bounding set
-            for cap in range(_LAST_CAP + 1):
-                if cap not in _KEEP_CAPS:
-                    _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+        # root keeps its capabilities across exec unless they leave the bounding set; so does a user who is
+        # root of the user namespace it just made (refused, harmlessly, where there are none to drop)
+        for cap in range(_LAST_CAP + 1):
+            if cap not in _KEEP_CAPS:
+                _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
 
     return preexec
 
@@ -157,9 +158,8 @@ _CAPABILITY_VERSION_3 = 0x20080522  # linux/capability.h: two 32-bit words per s
 def drop_capabilities_now() -> None:
     """For a process that runs candidate code without an exec (worker/host/factory.py): make its effective
     and permitted capabilities those a root candidate keeps (dropping them from the bounding set only takes
-    effect at an exec). Nothing to do for other users, who hold none."""
-    if os.geteuid() != 0:
-        return
+    effect at an exec). Other users too: one that made a user namespace holds every capability in it (with
+    CAP_SYS_ADMIN it could undo its read-only mounts and the cover over the kernel build store)."""
     mask = sum(1 << cap for cap in _KEEP_CAPS)
     header, data = _CapHeader(_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
     if _libc.capget(ctypes.byref(header), data) != 0:

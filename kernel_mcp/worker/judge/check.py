@@ -18,7 +18,8 @@ from kernel_mcp.worker.judge.reference import ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
 from kernel_mcp.worker.judge.shared_truth import SharedTruth
 
-STOPPING_FAILURES = {"crash", "timeout", "forged"}  # the candidate process is gone or cannot be believed
+STOPPING_FAILURES = {"crash", "timeout", "forged"}
+CAP_SYS_PTRACE, CAP_SYS_ADMIN = 19, 21  # linux/capability.h  # the candidate process is gone or cannot be believed
 
 
 def run_check(judging: Judging) -> CheckResult:
@@ -154,8 +155,8 @@ def _shared_truth(judging: Judging, runtime: ReferenceRuntime, session: Candidat
     if shared is None:
         return None
     session.wait_booted()
-    sealed = session.isolated and not session.writable_to_host() \
-        and mounts.covered_in(session.host_pid, kernel_cache.store())
+    sealed = session.isolated and not session.writable_to_host() and not session.keeps_capability(CAP_SYS_ADMIN) \
+        and mounts.covered_in(session.host_pid, kernel_cache.store())  # (CAP_SYS_ADMIN could undo the mounts)
     if not (check_namespaces.ENTERED and sealed):
         result.findings.append(Finding(code="shared_reference_off", severity="info", message=(
             "this batch's shared inputs and float64 truths were not used: the sandbox here cannot keep candidates "
@@ -219,7 +220,7 @@ def _run_cases(runner: CaseRunner, cases: list, reporter) -> bool:
 
 def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: CheckResult) -> None:
     """Say where the sandbox is weaker than it should be (read from /proc once the host is running)."""
-    if session.keeps_ptrace:
+    if session.keeps_capability(CAP_SYS_PTRACE):
         result.findings.append(Finding(code="sandbox_weak", severity="warning",
                                        message="the candidate process kept CAP_SYS_PTRACE"))
     if not runtime.shares_isolated_memory:

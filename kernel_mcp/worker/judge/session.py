@@ -167,9 +167,8 @@ class CandidateSession:
         cache) but could write, as its mountinfo says."""
         return mounts.writable_in(self.host_pid, [*self.sealed_paths, cache_root(), Path(sandbox.PACKAGE_ROOT)])
 
-    @property
-    def keeps_ptrace(self) -> bool:
-        return sandbox.has_capability(self.host_pid, sandbox.CAP_SYS_PTRACE)
+    def keeps_capability(self, cap: int) -> bool:
+        return sandbox.has_capability(self.host_pid, cap)
 
     @contextmanager
     def _watchdog(self, seconds: float):
