@@ -8,8 +8,8 @@ processes do not see the store at all where they get a mount namespace (an empty
 sandbox._enter_namespaces), so the only builds a candidate can plant are its own (code it could run
 directly anyway), and nothing another candidate left there (a note among its builds) can be read.
 Without namespaces (no root, no user namespaces) the store is writable by the candidate's user, like
-every file of that user; the check then says `no_pid_namespace`. The judge itself builds into a private temporary folder
-of its own and loads nothing from here (worker/judge/main.py).
+every file of that user; the check then says `no_pid_namespace`. The judge itself builds into a private
+temporary folder of its own and loads nothing from here (worker/judge/main.py).
 
 Copies are made by trusted code from folders untrusted code wrote: symbolic links are never copied or
 followed, nothing already there is overwritten (a running process may have loaded it), and a failure to

@@ -41,17 +41,12 @@ def covered_in(pid: int, path: Path) -> bool:
     """Whether what ``pid`` sees at ``path`` is seal_file_systems' cover: the last mount there a read-only tmpfs
     (a mount the machine itself has at that path does not count: it is no cover)."""
     target = str(path.resolve())
-    try:
-        lines = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
-    except OSError:
+    at = [(options, fstype) for point, options, fstype in _entries(Path(f"/proc/{pid}/mountinfo")) or []
+          if point == target]
+    if not at or target in mount_points(Path("/proc/self/mountinfo")):
         return False
-    at = [line.split() for line in lines if len(line.split()) > 5 and _unescape(line.split()[4]) == target]
-    if not at:
-        return False
-    fields = at[-1]
-    fstype = fields[fields.index("-") + 1] if "-" in fields else ""
-    machine_has_one = target in mount_points(Path("/proc/self/mountinfo"))
-    return fstype == "tmpfs" and "ro" in fields[5].split(",") and not machine_has_one
+    options, fstype = at[-1]
+    return fstype == "tmpfs" and "ro" in options
 
 
 def _bind(path: bytes, read_only: bool) -> None:
@@ -62,11 +57,23 @@ def _bind(path: bytes, read_only: bool) -> None:
 
 def mount_points(mountinfo: Path) -> list[str]:
     """The mount points listed in a mountinfo file, in order (proc(5): field 5, octal escapes decoded)."""
+    return [point for point, _, _ in _entries(mountinfo) or []]
+
+
+def _entries(mountinfo: Path) -> list[tuple[str, list[str], str]] | None:
+    """(mount point, its options, its file system type) for each mount listed in a mountinfo file, in order
+    (proc(5): fields 5 and 6, and the first after the " - " separator); None where it cannot be read."""
     try:
-        lines = mountinfo.read_text().splitlines()
+        lines = [line.split() for line in mountinfo.read_text().splitlines()]
     except OSError:
-        return []
-    return [_unescape(line.split()[4]) for line in lines if len(line.split()) > 5]
+        return None
+    return [(_unescape(fields[4]), fields[5].split(","), _fstype(fields)) for fields in lines if len(fields) > 5]
+
+
+def _fstype(fields: list[str]) -> str:
+    """The field after the separator that ends the optional fields (which start at field 7)."""
+    rest = fields[6:]
+    return rest[rest.index("-") + 1] if "-" in rest[:-1] else ""
 
 
 def _unescape(field: str) -> str:
@@ -92,11 +99,10 @@ def writable_in(pid: int, paths: list[Path]) -> list[Path]:
     """Those of ``paths`` that ``pid`` could write to as far as mounts go: the mount in effect for a path
     (the last listed of those at its longest mount-point prefix, in pid's mountinfo) is not read-only.
     Read from /proc by the trusted side: the seal in _enter_namespaces may have failed silently."""
-    try:
-        lines = [line.split() for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines()]
-    except OSError:
+    entries = _entries(Path(f"/proc/{pid}/mountinfo"))
+    if entries is None:
         return list(paths)
-    mounts = [(_unescape(fields[4]), fields[5].split(",")) for fields in lines if len(fields) > 5]
+    mounts = [(point, options) for point, options, _ in entries]
     open_paths = []
     for path in paths:
         target = str(path.resolve())

@@ -23,8 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernel_mcp.files import CACHE_VAR, cache_root
-from kernel_mcp.worker.isolation import mounts
-from kernel_mcp.worker.isolation import kernel_cache
+from kernel_mcp.worker.isolation import kernel_cache, mounts
 from kernel_mcp.worker.isolation.kernel_cache import scratch_env
 from kernel_mcp.worker.isolation.proctree import RUN_TOKEN_VAR
 
@@ -99,7 +98,7 @@ def new_scratch(prefix: str) -> Path:
 _libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 4, 36, 37
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
-CAP_SYS_PTRACE = 19
+CAP_SYS_PTRACE, CAP_SYS_ADMIN = 19, 21
 CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x10000000, 0x00020000
 
 

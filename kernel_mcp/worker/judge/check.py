@@ -10,7 +10,7 @@ import torch
 from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CheckResult, Finding, MemoryUse
 from kernel_mcp.worker import lease
-from kernel_mcp.worker.isolation import check_namespaces, kernel_cache, mounts
+from kernel_mcp.worker.isolation import check_namespaces, kernel_cache, mounts, sandbox
 from kernel_mcp.worker.judge import batch_invariance, contract, determinism, footprint, numerics, reruns
 from kernel_mcp.worker.judge.case import CaseRunner, plan_cases, random_shapes, undeclared_shape
 from kernel_mcp.worker.judge.context import Judging
@@ -18,8 +18,7 @@ from kernel_mcp.worker.judge.reference import ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
 from kernel_mcp.worker.judge.shared_truth import SharedTruth
 
-STOPPING_FAILURES = {"crash", "timeout", "forged"}
-CAP_SYS_PTRACE, CAP_SYS_ADMIN = 19, 21  # linux/capability.h  # the candidate process is gone or cannot be believed
+STOPPING_FAILURES = {"crash", "timeout", "forged"}  # the candidate process is gone or cannot be believed
 
 
 def run_check(judging: Judging) -> CheckResult:
@@ -155,7 +154,8 @@ def _shared_truth(judging: Judging, runtime: ReferenceRuntime, session: Candidat
     if shared is None:
         return None
     session.wait_booted()
-    sealed = session.isolated and not session.writable_to_host() and not session.keeps_capability(CAP_SYS_ADMIN) \
+    sealed = session.isolated and not session.writable_to_host() \
+        and not session.keeps_capability(sandbox.CAP_SYS_ADMIN) \
         and mounts.covered_in(session.host_pid, kernel_cache.store())  # (CAP_SYS_ADMIN could undo the mounts)
     if not (check_namespaces.ENTERED and sealed):
         result.findings.append(Finding(code="shared_reference_off", severity="info", message=(
@@ -220,7 +220,7 @@ def _run_cases(runner: CaseRunner, cases: list, reporter) -> bool:
 
 def _note_sandbox(runtime: ReferenceRuntime, session: CandidateSession, result: CheckResult) -> None:
     """Say where the sandbox is weaker than it should be (read from /proc once the host is running)."""
-    if session.keeps_capability(CAP_SYS_PTRACE):
+    if session.keeps_capability(sandbox.CAP_SYS_PTRACE):
         result.findings.append(Finding(code="sandbox_weak", severity="warning",
                                        message="the candidate process kept CAP_SYS_PTRACE"))
     if not runtime.shares_isolated_memory:

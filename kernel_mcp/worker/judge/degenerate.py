@@ -58,10 +58,11 @@ def _passing(rt: ReferenceRuntime, reference: Reference, served: CaseData, param
     every candidate of the problem, who are served the same inputs: read from the batch's store where a check
     of the same inputs, truth and task-dtype run kept them (four comparisons of a whole output each)."""
     shared, key = (rt.shared if reference.memo else None), ""
-    try:
-        key = shared.key(f"trivial answers|{reference.memo}|{fingerprint(reference.structure)}") if shared else ""
-    except Exception:  # noqa: BLE001  (NotFingerprinted and the like: then measured here, as alone)
-        key = ""
+    if shared:
+        try:
+            key = shared.key(f"trivial answers|{reference.memo}|{fingerprint(reference.structure)}")
+        except Exception:  # noqa: BLE001  (NotFingerprinted and the like: then measured here, as alone)
+            pass
     entry = shared.recall(key) if key else None
     if entry is not None:
         shared.probe_recalled = True
