@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import threading
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,6 +37,13 @@ from kernel_mcp.batch.ledger import read_rows  # noqa: E402
 from kernel_mcp.batch.sources import Item, find_items  # noqa: E402
 
 CLI = [sys.executable, "-m", "kernel_mcp"]
+
+
+def side_env(out: Path, side: str) -> dict[str, str]:
+    """Each side builds into a kernel store of its own: a side run after another would otherwise load the
+    builds the first one kept (the store is keyed by the candidate's bytes), and a load_inline build is most
+    of a candidate's time."""
+    return {**os.environ, "KERNEL_MCP_CACHE": str(out / f"cache-{side}")}
 
 
 def sample(items: list[Item], limit: int | None) -> list[Item]:
@@ -50,7 +58,7 @@ def write_manifest(items: list[Item], path: Path) -> Path:
     return path
 
 
-def run_loop(items: list[Item], device: str, jobs: int, budget_s: float) -> tuple[dict[str, str], float]:
+def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: float) -> tuple[dict[str, str], float]:
     """One-shot ``kernel-mcp check`` per candidate, ``jobs`` at a time; no new one after ``budget_s``."""
     verdicts: dict[str, str] = {}
     lock, began = threading.Lock(), time.monotonic()
@@ -59,7 +67,8 @@ def run_loop(items: list[Item], device: str, jobs: int, budget_s: float) -> tupl
         if time.monotonic() - began > budget_s:
             return
         done = subprocess.run([*CLI, "check", str(item.problem), str(item.candidate), "--device", device, "--json"],
-                              cwd=REPO, capture_output=True, text=True, timeout=max(60.0, budget_s))
+                              cwd=REPO, env=side_env(out, "loop"), capture_output=True, text=True,
+                              timeout=max(60.0, budget_s))
         try:
             verdict = json.loads(done.stdout)["verdict"]
         except (ValueError, KeyError):
@@ -81,7 +90,7 @@ def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: fl
     try:
         subprocess.run([*CLI, "judge", str(out), str(manifest), "--out", str(out / side), "--jobs", str(jobs),
                         "--no-time", "--device", device, "--json", "--share" if side == "batch" else "--no-share"],
-                       cwd=REPO, capture_output=True, text=True, timeout=budget_s)
+                       cwd=REPO, env=side_env(out, side), capture_output=True, text=True, timeout=budget_s)
     except subprocess.TimeoutExpired:
         pass
     seconds = time.monotonic() - began
@@ -121,7 +130,7 @@ def main() -> int:
     sides = {}
     for side in sides_asked:
         if side == "loop":
-            sides[side] = run_loop(items, args.device, args.loop_jobs or args.jobs, args.budget_s)
+            sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s)
         else:
             sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side)
         verdicts, seconds = sides[side]

@@ -61,7 +61,8 @@ def source_word(entry: dict) -> str:
 
 
 def contract_at_source(row: dict, entry: dict) -> bool | None:
-    """KernelBench's contract at the tolerance the source judged with (v0.1's 1e-2 where unknown)."""
+    """KernelBench's contract at the tolerance the source judged with (v0.1's 1e-2 where unknown). Rows of this
+    bench and of ``kernel-mcp judge``'s results.jsonl read alike (``--summarize`` takes either)."""
     return row.get("kernelbench") if entry.get("source_tolerance") == 1e-4 else row.get("kernelbench_v01")
 
 

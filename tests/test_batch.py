@@ -159,6 +159,7 @@ def test_a_kernelbench_batch_is_timed_against_eager_and_torch_compile(tmp_path):
     rows = {row["id"]: row for row in json.loads(done.stdout)}
     honest, tanh = rows["level_1_problem_1_sample_0_kernel"], rows["level_1_problem_1_sample_1_kernel"]
     assert honest["passed"] and honest["kernelbench"] is True and honest["level"] == 1
+    assert honest["kernelbench_v01"] is True and tanh["kernelbench_v01"] is not None  # both of its rules
     assert honest["trusted"] and honest["speedup"] > 0 and honest["speedup_compiled"] > 0, honest
     assert tanh["verdict"] == "fail: mismatch" and tanh["speedup"] is None  # a failure is never timed
     assert "| level 1 | 2 | 50% |" in (tmp_path / "out" / "summary.md").read_text()

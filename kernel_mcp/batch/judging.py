@@ -102,9 +102,10 @@ def settled(row: Judged | None) -> bool:
 
 
 def _verdict(result: CheckResult) -> dict:
-    contract = next((b for b in result.benchmark if b.rule == "KernelBench"), None)
+    rules = {b.rule: b.passed for b in result.benchmark}
     return {"verdict": result.verdict, "passed": result.passed, "cause": result.cause,
-            "kernelbench": contract.passed if contract else None}
+            "kernelbench": rules.get("KernelBench"), "kernelbench_v01": rules.get("KernelBench v0.1"),
+            "why": next((b.why for b in result.benchmark if b.why), "")}
 
 
 def _timing(prof: ProfileResult) -> dict:

@@ -21,6 +21,8 @@ class Judged(BaseModel):
     passed: bool = False
     cause: str = ""  # a failure's likeliest cause, measured
     kernelbench: bool | None = None  # KernelBench's own rule judged in the same run (its problems only)
+    kernelbench_v01: bool | None = None  # KernelBench v0.1's looser rule (atol = rtol = 1e-2), the same run
+    why: str = ""  # where our verdict and KernelBench's disagree, why (the check's own explanation)
     trusted: bool | None = None  # timed: no integrity finding, the speedups can be believed
     speedup: float | None = None  # over the reference as written (eager), timed in this run
     speedup_ci: list[float] | None = None  # 95%
