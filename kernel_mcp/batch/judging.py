@@ -8,6 +8,7 @@ one instrument on one machine state.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,7 @@ from kernel_mcp.errors import UsageError
 from kernel_mcp.results import CheckResult, ProfileResult, ProfileSettings
 from kernel_mcp.tools.check import check
 from kernel_mcp.tools.profile import profile
-from kernel_mcp.worker import Runner, default_shapes
+from kernel_mcp.worker import Runner, build_headers, default_shapes, guess_kind, header_flag_sets
 from kernel_mcp.worker.protocol import SharedReference
 
 
@@ -36,6 +37,7 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     settings = ProfileSettings(budget_s=budget_s, shapes=shapes or default_shapes(device))
     contestants = folder / "contestants"
     sharing = BatchSharing(folder, [item.problem for item in todo]) if share else None
+    headers = precompile_headers(todo, device)
 
     def one(item: Item) -> None:
         shared, lane = sharing.take(item.problem) if sharing else (None, None)
@@ -55,7 +57,27 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     finally:
         if sharing:
             sharing.close()
+        if headers:
+            headers.join()  # its compiler runs in a session of its own: never left running past the batch
     return ledger
+
+
+def precompile_headers(items: list[Item], device: str) -> threading.Thread | None:
+    """Precompiled torch headers for the load_inline flags most candidates use (worker/isolation/header_cache.py),
+    built beside the first checks: a candidate that starts before its entry exists builds as it always did."""
+    sources = []
+    for item in items:
+        try:
+            sources.append(item.candidate.read_text(errors="replace"))
+        except OSError:
+            continue  # its check says what is wrong with the file
+    flag_sets = header_flag_sets(sources)
+    if not flag_sets:
+        return None
+    thread = threading.Thread(target=build_headers, args=(flag_sets, guess_kind(device) == "cuda"),
+                              name="precompiled-headers")
+    thread.start()
+    return thread
 
 
 def judge_one(item: Item, runner: Runner, device: str, settings: ProfileSettings | None, contestants: Path,

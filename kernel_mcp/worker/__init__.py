@@ -49,12 +49,13 @@ _DOOR = {
     # the caller's handles on processes it starts
     "prestart_judge": "launch.judge", "run_tool": "launch.toolchain", "tool_env": "launch.toolchain",
     "ToolRun": "launch.toolchain", "run_agent_process": "launch.agent", "agent_event": "launch.agent",
+    "build_headers": "launch.headers", "header_flag_sets": "isolation.header_cache",
     # devices, and the hygiene of trusted processes
     "guess_kind": "resolve", "default_shapes": "resolve", "harden_trusted_process": "isolation.sandbox",
     "trace_mark": "trace",
 }
 _RENAMED = {"remember_secret": "remember", "prestart_judge": "prestart", "agent_event": "event_of",
-            "trace_mark": "mark"}
+            "trace_mark": "mark", "header_flag_sets": "flag_sets"}
 
 __all__ = sorted(_DOOR)
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from kernel_mcp.worker.channel import INPUT_VIEW, input_placeholder, serve_inherited
 from kernel_mcp.worker.host.load import MissingEntryPoint, import_candidate, kernel_from
+from kernel_mcp.worker.isolation import header_cache
 
 # imports inside functions: the host boots on harness code alone; torch and what uses it load after its boot
 # line, and the clocks are bound before any candidate code runs
@@ -96,6 +97,7 @@ def serve(conn: Connection) -> None:
         conn.send(("booted",))
         init = conn.recv()
         init.update(conn.recv())  # tensors (KernelBench weights) travel in a second message
+        header_cache.use_for(Path(init["candidate"]))
         module = import_candidate(Path(init["candidate"]), init["problem_dirs"])
         kernel = kernel_from(module, init, device)
     except (EOFError, BrokenPipeError):

@@ -1,0 +1,64 @@
+"""Precompiled torch headers for candidates' load_inline builds (worker/isolation/header_cache.py,
+worker/launch/headers.py): entries only for allowlisted flags enough candidates write; a build whose flags match
+an entry takes it (GCC itself says so); the verdict is the one the check gives anyway; and a candidate cannot
+change an entry or plant a header beside it. Real builds with the machine's compiler and torch."""
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+from test_cheats import VECTOR_ADD
+
+from kernel_mcp.tools.check import check
+from kernel_mcp.worker import build_headers
+from kernel_mcp.worker.isolation import header_cache, kernel_cache
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cpp"
+HONEST, POISONER = FIXTURES / "add_inline_cpu.py", FIXTURES / "poison_headers.py"
+
+
+def _calling(flags) -> str:
+    return f"from torch.utils.cpp_extension import load_inline\nload_inline('x', cpp_sources='', extra_cflags={flags!r})\n"
+
+
+def test_entries_are_built_only_for_allowlisted_flags_that_enough_candidates_write():
+    sources = ([_calling(["-O3"])] * 4 + [_calling([""]), _calling([]), _calling([" "])]
+               + ["from torch.utils.cpp_extension import load_inline\nload_inline('x', cpp_sources='')\n"]
+               + [_calling(["-O2"])] * 3  # too few to pay for an entry
+               + [_calling(["-fplugin=/tmp/evil.so"])] * 9 + [_calling(["-O3", "-o", "/etc/cron.d/x"])] * 9
+               + ["load_inline('x', cpp_sources='', extra_cflags=FLAGS + ['-O1'])\n"] * 9  # not a literal list
+               + ["import torch  # builds nothing\nextra_cflags=['-O1']\n"] * 9)
+    assert set(header_cache.flag_sets(sources)) == {("-O3",), ()}
+    # the same flags as torch compiles them share an entry; CUDA builds (other include paths) have their own
+    assert header_cache.entry_key([" -O3", ""], False) == header_cache.entry_key(["-O3"], False)
+    assert header_cache.entry_key(["-O3"], True) != header_cache.entry_key(["-O3"], False)
+
+
+def _ninja_values(ninja: Path) -> dict[str, str]:
+    return dict(line.split(" = ", 1) for line in ninja.read_text().splitlines() if " = " in line
+                and not line.startswith(" "))
+
+
+def test_a_load_inline_build_takes_the_entry_and_no_candidate_can_change_it():
+    made = build_headers([("-O3",)], with_cuda=False)
+    assert len(made) == 1, "no entry was built for -O3"
+    gch = made[0] / "torch" / "extension.h.gch"
+    before = (gch.stat().st_size, gch.stat().st_mtime_ns)
+
+    honest = check(VECTOR_ADD, HONEST, device="cpu")
+    assert honest.passed, (honest.verdict, [f.message for f in honest.findings])
+    # the build this check made (kept in the kernel store) had the entry first on its include path, and the
+    # compiler takes the entry for that very command: `-H` marks a precompiled header it used with "!"
+    ninja = next((kernel_cache.store() / kernel_cache.key_for(HONEST)).rglob("build.ninja"))
+    values = _ninja_values(ninja)
+    assert f"-I{made[0]}" in shlex.split(values["cflags"])
+    ran = subprocess.run([*shlex.split(values["cxx"]), *shlex.split(values["cflags"]), "-H", "-fsyntax-only",
+                          str(ninja.parent / "main.cpp")], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert f"! {gch}" in ran.stderr.splitlines(), ran.stderr[:2000]
+
+    poisoner = check(VECTOR_ADD, POISONER, device="cpu")
+    assert poisoner.passed, poisoner.verdict  # it adds honestly: only its sabotage must fail, and does
+    assert (gch.stat().st_size, gch.stat().st_mtime_ns) == before
+    assert not gch.with_name("extension.h").exists()
