@@ -59,16 +59,21 @@ def write_manifest(items: list[Item], path: Path) -> Path:
 
 
 def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: float) -> tuple[dict[str, str], float]:
-    """One-shot ``kernel-mcp check`` per candidate, ``jobs`` at a time; no new one after ``budget_s``."""
+    """One-shot ``kernel-mcp check`` per candidate, ``jobs`` at a time, stopped at ``budget_s`` as the batch is (a
+    check still running then is killed and not counted)."""
     verdicts: dict[str, str] = {}
     lock, began = threading.Lock(), time.monotonic()
 
     def one(item: Item) -> None:
-        if time.monotonic() - began > budget_s:
+        left = budget_s - (time.monotonic() - began)
+        if left <= 0:
             return
-        done = subprocess.run([*CLI, "check", str(item.problem), str(item.candidate), "--device", device, "--json"],
-                              cwd=REPO, env=side_env(out, "loop"), capture_output=True, text=True,
-                              timeout=max(60.0, budget_s))
+        try:
+            done = subprocess.run([*CLI, "check", str(item.problem), str(item.candidate), "--device", device,
+                                   "--json"], cwd=REPO, env=side_env(out, "loop"), capture_output=True, text=True,
+                                  timeout=left)
+        except subprocess.TimeoutExpired:
+            return
         try:
             verdict = json.loads(done.stdout)["verdict"]
         except (ValueError, KeyError):

@@ -4,14 +4,16 @@ an entry takes it (GCC itself says so); the verdict is the one the check gives a
 change an entry or plant a header beside it. Real builds with the machine's compiler and torch."""
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 from pathlib import Path
 
 from test_cheats import VECTOR_ADD
 
+from kernel_mcp.batch.judging import precompile_headers
+from kernel_mcp.batch.sources import Item
 from kernel_mcp.tools.check import check
-from kernel_mcp.worker import build_headers
 from kernel_mcp.worker.isolation import header_cache, kernel_cache
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cpp"
@@ -40,9 +42,16 @@ def _ninja_values(ninja: Path) -> dict[str, str]:
                 and not line.startswith(" "))
 
 
-def test_a_load_inline_build_takes_the_entry_and_no_candidate_can_change_it():
-    made = build_headers([("-O3",)], with_cuda=False)
-    assert len(made) == 1, "no entry was built for -O3"
+def test_a_load_inline_build_takes_the_entry_and_no_candidate_can_change_it(tmp_path):
+    # a batch of four candidates that build with -O3 (and a Triton-free one that builds nothing) asks for one entry
+    items = [Item(id=f"c{k}", problem=VECTOR_ADD, candidate=HONEST) for k in range(4)]
+    items.append(Item(id="plain", problem=VECTOR_ADD, candidate=VECTOR_ADD / "solutions" / "correct" / "torch_add.py"))
+    builder = precompile_headers(items, "cpu", tmp_path / "headers.json")
+    assert builder is not None
+    builder.join()
+    report = json.loads((tmp_path / "headers.json").read_text())
+    assert report["flag_sets"] == [["-O3"]] and len(report["entries"]) == 1, report
+    made = [Path(report["entries"][0])]
     gch = made[0] / "torch" / "extension.h.gch"
     before = (gch.stat().st_size, gch.stat().st_mtime_ns)
 

@@ -49,6 +49,11 @@ def _share(folder: Path) -> SharedReference:
     return SharedReference(secret=secrets.token_hex(32), store=str(folder))
 
 
+# on a GPU the first failing case is run twice more, as before and serialized, to ask whether it races
+# (worker/judge/reruns.py): two more lookups of that case's truth
+RACE_RERUNS = {"cpu": 0, "cuda": 2}
+
+
 def _stored(result) -> tuple[int, int]:
     """(cases whose truth came from the store, cases looked up), from the check's finding."""
     finding = next(f for f in result.findings if f.code == "shared_reference")
@@ -156,7 +161,7 @@ def test_colluding_candidates_served_the_same_secret_inputs_gain_nothing(tmp_pat
         reader = check(VECTOR_ADD, folder / "collude_reader.py", device=device, shared=shared)
         assert writer.passed, writer.findings
         found, looked = _stored(reader)
-        assert found == looked == len(reader.cases)  # the very inputs the writer saw
+        assert found == looked == len(reader.cases) + RACE_RERUNS[device]  # the very inputs the writer saw
         assert not any(case.passed for case in reader.cases), [(c.name, c.passed) for c in reader.cases]
     finally:
         for place in places:
@@ -176,7 +181,7 @@ def test_answers_left_in_freed_device_memory_reach_no_later_candidate(tmp_path):
     writer = check(VECTOR_ADD, folder / "gpu_residue_writer.py", device="cuda", shared=shared)
     reader = check(VECTOR_ADD, folder / "gpu_residue_reader.py", device="cuda", shared=shared)
     assert writer.passed, writer.findings
-    assert _stored(reader)[0] == _stored(reader)[1] == len(reader.cases)
+    assert _stored(reader)[0] == _stored(reader)[1] == len(reader.cases) + RACE_RERUNS["cuda"]
     assert not any(case.passed for case in reader.cases), [(c.name, c.passed) for c in reader.cases]
 
 

@@ -8,6 +8,7 @@ one instrument on one machine state.
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -37,7 +38,7 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     settings = ProfileSettings(budget_s=budget_s, shapes=shapes or default_shapes(device))
     contestants = folder / "contestants"
     sharing = BatchSharing(folder, [item.problem for item in todo]) if share else None
-    headers = precompile_headers(todo, device)
+    headers = precompile_headers(todo, device, folder / "headers.json")
 
     def one(item: Item) -> None:
         shared, lane = sharing.take(item.problem) if sharing else (None, None)
@@ -62,9 +63,10 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     return ledger
 
 
-def precompile_headers(items: list[Item], device: str) -> threading.Thread | None:
+def precompile_headers(items: list[Item], device: str, report: Path) -> threading.Thread | None:
     """Precompiled torch headers for the load_inline flags most candidates use (worker/isolation/header_cache.py),
-    built beside the first checks: a candidate that starts before its entry exists builds as it always did."""
+    built beside the first checks: a candidate that starts before its entry exists builds as it always did.
+    ``report``: which flag sets were asked for, the entries there once built, and the seconds it took."""
     sources = []
     for item in items:
         try:
@@ -74,8 +76,13 @@ def precompile_headers(items: list[Item], device: str) -> threading.Thread | Non
     flag_sets = header_flag_sets(sources)
     if not flag_sets:
         return None
-    thread = threading.Thread(target=build_headers, args=(flag_sets, guess_kind(device) == "cuda"),
-                              name="precompiled-headers")
+    def build() -> None:
+        began = time.monotonic()
+        entries = build_headers(flag_sets, guess_kind(device) == "cuda")
+        report.write_text(json.dumps({"flag_sets": flag_sets, "entries": [str(e) for e in entries],
+                                      "seconds": round(time.monotonic() - began, 1)}, indent=1) + "\n")
+
+    thread = threading.Thread(target=build, name="precompiled-headers")
     thread.start()
     return thread
 

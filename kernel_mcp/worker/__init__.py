@@ -12,8 +12,8 @@ Each folder is a process, trust decreasing inward:
     launch/     the CALLER's handles on every process it starts: a judge (``judge.py``, booted by ``env.py``'s
                 command), a compile step (``step.py``), its fork server (``fork_client.py``; the server itself,
                 ``fork_server.py``, is an isolated interpreter with torch and the harness imported that never
-                holds a secret), compilers and profilers (``toolchain.py``, ``counters.py``), a CLI agent
-                (``agent.py``)
+                holds a secret), compilers and profilers (``toolchain.py``, ``counters.py``), precompiled torch
+                headers (``headers.py``), a CLI agent (``agent.py``)
     judge/      the TRUSTED judge (``python -S -I``, non-dumpable): boots (``start.py``), serves one request
                 (``main.py``): check and profile, the reference and its float64 truth (kept for a batch's
                 other checks: ``shared_truth.py``), the comparison, the verdict and its causes. Reports on a
@@ -25,7 +25,8 @@ Each folder is a process, trust decreasing inward:
                 sources, the target a hardware profiler wraps
     isolation/  what every untrusted process gets: allowlisted environment, scratch HOME, its own PID and mount
                 namespace where the OS allows (file systems read-only but its scratch), its own kernel build
-                caches, limits, a run token; its whole tree killed afterwards
+                caches and the precompiled headers it may read (``header_cache.py``), limits, a run token; its
+                whole tree killed afterwards
 
 Shared by more than one of them (this folder's root): ``protocol.py`` (every message that crosses a
 process boundary, validated where it arrives), ``channel.py`` (signed lines, the restricted unpickler),
