@@ -21,11 +21,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import statistics
 import subprocess
 import sys
 import threading
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path

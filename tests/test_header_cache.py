@@ -15,6 +15,7 @@ from kernel_mcp.batch.judging import precompile_headers
 from kernel_mcp.batch.sources import Item
 from kernel_mcp.tools.check import check
 from kernel_mcp.worker.isolation import header_cache, kernel_cache
+from kernel_mcp.worker.launch.headers import ninja_variables
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cpp"
 HONEST, POISONER = FIXTURES / "add_inline_cpu.py", FIXTURES / "poison_headers.py"
@@ -37,11 +38,6 @@ def test_entries_are_built_only_for_allowlisted_flags_that_enough_candidates_wri
     assert header_cache.entry_key(["-O3"], True) != header_cache.entry_key(["-O3"], False)
 
 
-def _ninja_values(ninja: Path) -> dict[str, str]:
-    return dict(line.split(" = ", 1) for line in ninja.read_text().splitlines() if " = " in line
-                and not line.startswith(" "))
-
-
 def test_a_load_inline_build_takes_the_entry_and_no_candidate_can_change_it(tmp_path):
     # a batch of four candidates that build with -O3 (and a Triton-free one that builds nothing) asks for one entry
     items = [Item(id=f"c{k}", problem=VECTOR_ADD, candidate=HONEST) for k in range(4)]
@@ -60,7 +56,7 @@ def test_a_load_inline_build_takes_the_entry_and_no_candidate_can_change_it(tmp_
     # the build this check made (kept in the kernel store) had the entry first on its include path, and the
     # compiler takes the entry for that very command: `-H` marks a precompiled header it used with "!"
     ninja = next((kernel_cache.store() / kernel_cache.key_for(HONEST)).rglob("build.ninja"))
-    values = _ninja_values(ninja)
+    values = ninja_variables(ninja)
     assert f"-I{made[0]}" in shlex.split(values["cflags"])
     ran = subprocess.run([*shlex.split(values["cxx"]), *shlex.split(values["cflags"]), "-H", "-fsyntax-only",
                           str(ninja.parent / "main.cpp")], capture_output=True, text=True, timeout=300)

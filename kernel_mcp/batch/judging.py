@@ -76,6 +76,7 @@ def precompile_headers(items: list[Item], device: str, report: Path) -> threadin
     flag_sets = header_flag_sets(sources)
     if not flag_sets:
         return None
+
     def build() -> None:
         began = time.monotonic()
         entries = build_headers(flag_sets, guess_kind(device) == "cuda")

@@ -87,13 +87,18 @@ def _torch_compile_line(flags: list[str], with_cuda: bool, probe: Path) -> list[
     ninja = probe / "build.ninja"
     if not ran.ok or not ninja.is_file():
         return None
-    values = dict(line.split(" = ", 1) for line in ninja.read_text().splitlines() if " = " in line
-                  and not line.startswith(" "))
+    values = ninja_variables(ninja)
     if "cxx" not in values or "cflags" not in values:
         return None
     options = [o for o in shlex.split(values["cflags"]) + shlex.split(values.get("post_cflags", ""))
                if not o.startswith("-DTORCH_EXTENSION_NAME=")]
     return [*shlex.split(values["cxx"]), *options]
+
+
+def ninja_variables(ninja: Path) -> dict[str, str]:
+    """The top-level variables of a ninja file torch wrote (``cxx``, ``cflags``, ``post_cflags``...)."""
+    return dict(line.split(" = ", 1) for line in ninja.read_text().splitlines()
+                if " = " in line and not line.startswith(" "))
 
 
 def _taken(compile_line: list[str], entry: Path, probe: Path) -> bool:
