@@ -36,7 +36,10 @@ def test_tune_climbs_the_known_landscape_on_significant_gains_and_confirms_its_w
     # significant gain, and the winner's confirmation must show it (a CI run once stopped at 256, loaded).
     assert result.start == {"BLOCK": 128} and result.best["BLOCK"] >= 256, (result, said)
     _moved_only_on_significant_gains(steps, result.best)
-    assert result.speedup and result.speedup[1] > 1.2  # 128 -> 256 alone is ~1.6x
+    # The winner is kept only on a confirmation whose lower end clears 1 + DELTA (the rule); its median, on a
+    # ~1.6x step, keeps a wide margin even loaded (a busy CI run confirmed [1.74, 1.15, 2.63]: the interval's
+    # lower end is what load widens, so it is held to the rule, not to the landscape).
+    assert result.speedup and result.speedup[1] > 1 + DELTA and result.speedup[0] > 1.2, result
     best = result.best["BLOCK"]
     assert result.failed == 0 and f"BLOCK = {best}" in (tmp_path / "work" / result.best_file.split("/")[-1]).read_text()
     assert any("BLOCK 128 -> 256" in line for line in said)
