@@ -2,13 +2,15 @@
 calls on the same set, side by side in one run, and whether every verdict agrees (issue 38).
 
     python bench/batch_bench.py OUT_DIR PROBLEMS CANDIDATES... [--jobs 12] [--loop-jobs 12] [--limit N]
-                                [--device cuda] [--budget-s 500] [--sides batch,loop]
+                                [--device cuda] [--budget-s 500] [--sides batch,loop] [--skip EARLIER.jsonl ...]
 
 PROBLEMS and CANDIDATES as ``kernel-mcp judge`` takes them (a KernelBench root and a manifest, or one problem
 and its candidates). ``--limit``: the first N candidates in a fixed pseudo-random order (a hash of the id), so
 a cut-short run is still a fair sample of levels and sources. Both sides judge the same candidates with the
 same concurrency; each side gets ``--budget-s`` and its rate counts the candidates it finished in that time.
 Check only (no timing): the point is the judging, which a batch does the same way for every candidate.
+``--skip``: leave out candidates an earlier run judged (rows with an ``id`` and a ``passed`` that is not null:
+a batch's ``results.jsonl``, ``bench/data/generations_judged.jsonl``), so a run's verdicts add new ones.
 ``--sides``: which to run, in that order: ``batch`` (``kernel-mcp judge``, a problem's candidates sharing their
 secret inputs and float64 truth), ``unshared`` (``judge --no-share``), ``loop`` (one-shot checks).
 
@@ -34,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from kernel_mcp.batch.ledger import read_rows  # noqa: E402
+from kernelbench_bench import read_rows as read_jsonl  # noqa: E402
 from kernel_mcp.batch.sources import Item, find_items  # noqa: E402
 
 CLI = [sys.executable, "-m", "kernel_mcp"]
@@ -125,13 +128,15 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--budget-s", type=float, default=500.0, help="seconds for each side")
     parser.add_argument("--sides", default="batch,loop", help="of batch, unshared, loop; run in this order")
+    parser.add_argument("--skip", type=Path, nargs="*", default=[], help="JSONL rows of candidates judged before")
     args = parser.parse_args()
     sides_asked = args.sides.split(",")
     if not sides_asked or set(sides_asked) - {"batch", "unshared", "loop"}:
         parser.error("--sides: a comma list of batch, unshared, loop")
     out = args.out_dir.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    items = sample(find_items(args.problems, args.candidates), args.limit)
+    judged = {r["id"] for r in read_jsonl(args.skip, key=lambda r: r["id"]) if r.get("passed") is not None}
+    items = sample([i for i in find_items(args.problems, args.candidates) if i.id not in judged], args.limit)
     sides = {}
     for side in sides_asked:
         if side == "loop":

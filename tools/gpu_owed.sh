@@ -9,7 +9,8 @@
 #   bash tools/gpu_owed.sh timing     # tests/test_gpu_profile.py alone (nothing else on the GPU)
 #   bash tools/gpu_owed.sh numerics   # bench/numerics_bench.py: determinism and the four sanitizer tools
 #   bash tools/gpu_owed.sh tune       # optimize --agent tune on matmul_bf16, 330 s
-#   bash tools/gpu_owed.sh batch KB MANIFEST   # bench/batch_bench.py: judged per hour, shared vs not vs one-shot
+#   bash tools/gpu_owed.sh batch KB MANIFEST   # bench/batch_bench.py: judged per hour, shared vs not vs one-shot,
+#                                              # on generations not judged before (bench/data/generations_judged.jsonl)
 set -uo pipefail
 step=${1:?usage: gpu_owed.sh smoke|attacks|timing|numerics|tune|batch [args]}
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
@@ -43,6 +44,7 @@ tune)
 batch)
   kb=${2:?a KernelBench root (carried: name it in carry)}; manifest=${3:?a manifest of generations}
   timeout 580 python3 bench/batch_bench.py "$OUT/bench" "$kb" "$manifest" --device cuda --jobs 12 --limit 120 \
-    --budget-s 170 --sides batch,unshared,loop > "$OUT/log.txt" 2>&1; tail -40 "$OUT/log.txt" ;;
+    --budget-s 170 --sides batch,unshared,loop --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
+  tail -40 "$OUT/log.txt" ;;
 *) echo "unknown step: $step" >&2; exit 2 ;;
 esac
