@@ -116,6 +116,36 @@ def test_the_smaller_format_an_output_was_stored_in_is_named_exactly():
     assert stored_format(torch.zeros(1000)) == ""  # nothing nonzero: nothing to tell
 
 
+def test_the_stored_format_is_read_in_pieces_and_one_element_past_the_first_piece_still_counts():
+    """The probe reads a large output a piece at a time (a failing check's probe must fit where its passing
+    check did); an element that breaks the format anywhere, the last piece included, still decides."""
+    from kernel_mcp.worker.judge.precision_probe import stored_format
+    from kernel_mcp.worker.tensors import DIGEST_CHUNK
+    x = torch.randint(-128, 128, (2 * DIGEST_CHUNK + 5,)).float() / 16  # exact in bf16 and in fp16
+    assert stored_format(x) == "bf16"
+    x[-1] = 1.0 + 2.0 ** -9  # an fp16 value (10 mantissa bits), not a bf16 one (7), in the last piece
+    assert stored_format(x) == "fp16"
+    x[-2] = 1.0 + 2.0 ** -20  # fp32 only
+    assert stored_format(x) == ""
+    sparse = torch.zeros(2 * DIGEST_CHUNK)
+    sparse[DIGEST_CHUNK - 8:DIGEST_CHUNK + 8] = 0.5  # 16 nonzero elements, across two pieces: enough to tell
+    assert stored_format(sparse) == "bf16" and stored_format(sparse[:DIGEST_CHUNK]) == ""
+
+
+def test_a_cause_probe_that_runs_out_of_device_memory_leaves_the_mismatch_as_it_is(monkeypatch):
+    """A failing case's cause probe allocates beside the output; out of device memory it names no cause and
+    says so, never turning the check's mismatch into an error (a GPU run: 'error: out of memory' for a wrong
+    candidate whose passing twin fit)."""
+    from kernel_mcp.worker.judge import causes
+
+    def too_large(*args):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")
+    monkeypatch.setattr(causes, "from_values", too_large)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)  # no device here
+    cause, why = causes.probed(None, None, None, None, None)
+    assert cause == "" and "not probed" in why
+
+
 def test_a_reduced_precision_rerun_rounds_operands_and_leaves_the_models_weights_alone():
     from kernel_mcp.worker.judge.precision_probe import RoundedArithmetic
     layer = torch.nn.Linear(64, 32).double()

@@ -153,7 +153,7 @@ class CaseRunner:
             failure, message = "mismatch", f"{LATE}{f'; {message}' if message else ''}"
             judged.cause = "unordered_stream"
         elif failure == "mismatch" and self.diagnose:
-            judged.cause, why = causes.from_values(rt, served, answer, reference, judged)
+            judged.cause, why = causes.probed(rt, served, answer, reference, judged)
             message = f"{message}; {why}" if why else message
         judged.passed, judged.failure, judged.message = not failure, failure, message
         return judged

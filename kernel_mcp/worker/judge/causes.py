@@ -26,6 +26,17 @@ from kernel_mcp.worker.judge import contract, float64_run, precision_probe
 LOOSE = 1e-2  # atol = rtol for a problem that publishes no tolerance: KernelBench v0.1's, the loosest in use
 
 
+def probed(rt: Any, served: Any, answer: Any, reference: Any, judged: CaseResult) -> tuple[str, str]:
+    """``from_values``, where the device has room for its probes: a probe that runs out of device memory (a
+    large output beside other checks) names no cause and leaves the mismatch as it is, never an error. A
+    cause only explains a failure, so a candidate that makes the probe fail gains nothing."""
+    try:
+        return from_values(rt, served, answer, reference, judged)
+    except torch.OutOfMemoryError:
+        torch.cuda.empty_cache()  # the probe's blocks, for the rest of the check
+        return "", "its cause was not probed: the probe did not fit in the device's free memory"
+
+
 def from_values(rt: Any, served: Any, answer: Any, reference: Any, judged: CaseResult) -> tuple[str, str]:
     """(cause, why) for a mismatching output, from its values; ("", "") where they tell nothing more.
     ``served``: the case's CaseData (its inputs, for the reference's runs in a lower precision)."""
