@@ -57,8 +57,11 @@ CHEATING = [
     ("KernelBench one-signed inputs", "kb_relu_linear.py", "kb_drop_relu", "fail: mismatch", "outside the bound"),
     ("KernelBench one-signed inputs", "kb_abs_sum.py", "kb_drop_abs", "fail: mismatch", "outside the bound"),
     ("KernelBench dropout", "kb_dropout.py", "kb_dropout_zeros", "fail: mismatch", "outside the bound"),
+    ("KernelBench weights sent", "kb_relu_linear.py", "kb_poison_judge_weights", "fail: mismatch", "outside the bound"),
     ("KernelBench dropout", "kb_dropout.py", "kb_dropout_skipped", "fail: mismatch", "outside the bound"),
     ("listed shapes only", "vector_add", "shape_listed_only", "fail: mismatch", "outside the bound"),
+    ("lazy negation bit", "vector_add", "neg_bit_output", "fail: mismatch", "outside the bound"),
+    ("nested output", "vector_add", "nested_output_bomb", "fail: forged", "more than 64 deep"),
     ("listed shapes only", "softmax", "shape_listed_columns", "fail: mismatch", "outside the bound"),
     ("global floor", "row_scales", "floor_small_rows_bf16", "fail: mismatch", "outside the bound"),
     ("global floor", "row_scales", "floor_small_rows_fp16", "fail: mismatch", "outside the bound"),
@@ -81,6 +84,9 @@ HONEST = [
     ("kb_log.py", OWN_MODEL, "signed_inputs_skipped"),
     ("kb_dropout.py", OWN_MODEL, ""),
     ("kb_dropout.py", "honest_kb_dropout_functional", ""),
+    ("kb_linear_divide.py", "honest_kb_fold_in_place", "kernelbench_unmatched"),
+    ("kb_linear_divide.py", "honest_kb_pretransposed", "kernelbench_unmatched"),
+    ("kb_linear_groupnorm.py", "honest_kb_workspace_buffer", ""),
     ("kb_relu_inplace.py", OWN_MODEL, "output_buffers"),
     ("kb_relu_inplace.py", "honest_kb_relu_not_inplace", ""),
     ("row_scales", "honest_row_scales", ""),
@@ -106,6 +112,16 @@ def test_the_honest_counterpart_passes(problem, candidate, finding, device, tmp_
     assert result.passed, explain(result)
     if finding:
         assert finding in {f.code for f in result.findings}, explain(result)
+
+
+def test_an_output_a_thread_finishes_after_the_call_returned_fails_on_a_cpu():
+    """A CPU has no streams: the host digests the output once the call is done, and the judge its own copy; a
+    thread that writes the output after that (once it is shared, before the judge copies it) shows as a change.
+    Some cases may still see the NaN the call returned (the thread lost the race): either way, not a pass."""
+    result = check(PROBLEMS / "vector_add", CHEATS / "unjoined_thread_cpu.py", device="cpu")
+    assert result.verdict == "fail: mismatch", explain(result)
+    failed = next(c for c in result.cases if not c.passed)
+    assert "changed after the call returned" in failed.message or "NaN" in failed.message, explain(result)
 
 
 def test_an_input_updated_in_place_is_named_and_compared_after_the_call(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import PROBLEMS
+from conftest import PROBLEMS, REPO
 
 from kernel_mcp.tools.check import check
 
@@ -38,3 +38,11 @@ def test_a_batch_invariant_kernel_passes_and_a_declared_tolerance_is_honoured(tm
     assert right.passed and any(f.code == "batch_invariant" for f in right.findings)
     loose = _variant(tmp_path, DECLARED + "    atol: 0.01\n")
     assert check(loose, WRONG, device="cpu").passed  # a few ulps of a sum over 1,024 terms: within 0.01
+
+
+def test_a_memo_of_rows_cannot_answer_sub_batches_computed_in_a_fresh_process():
+    """The split-K above behind a memo of output rows by their input rows' bytes: in the host that computed
+    the full batch every sub-batch would come back from the memo; the sub-batches run in a fresh one."""
+    result = check(LINEAR, REPO / "tests" / "cheats" / "bi_row_cache.py", device="cpu")
+    assert (result.verdict, result.cause) == ("fail: batch_variant", "batch_variant"), result.findings
+

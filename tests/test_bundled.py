@@ -21,7 +21,7 @@ def test_correct_candidates_pass(candidate, device):
     result = check(_problem_of(candidate), candidate, device=device)
     assert result.passed, (result.verdict, [c.message for c in result.cases if not c.passed], result.findings)
     assert result.verdict == "pass" and not result.problem_degenerate
-    assert len(result.cases) == 2 * len(result.cases) // 2 >= 2  # listed tests + secret-seeded copies
+    assert len(result.cases) >= 3 and result.cases[-1].name == "test 0 (repeated)"  # tests, secret copies, repeat
     assert any(c.params.get("seed") == "secret" for c in result.cases)
 
 

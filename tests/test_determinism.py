@@ -13,6 +13,7 @@ from kernel_mcp.tools.check import check
 from kernel_mcp.worker.judge.determinism import differing
 
 VECTOR_ADD = REPO / "problems" / "vector_add"
+CHEATS = REPO / "tests" / "cheats"
 HONEST = VECTOR_ADD / "solutions" / "correct" / "triton_block256.py"
 
 # Within the tolerance every time, but one ulp off in its first element whenever it has seen the same input
@@ -79,3 +80,21 @@ def test_bits_are_compared_as_bits():
     assert differing((x, z), (x, z.clone())) == (0, 6)
     assert differing(x, x[:3]) == (4, 4)  # another shape: every element differs
     assert differing(x.to(torch.bfloat16), x.to(torch.bfloat16)) == (0, 4)
+
+
+def test_the_repeat_is_judged_like_every_case_so_garbage_or_an_exception_there_fails():
+    """A kernel that answers an input it has seen with zeros, or raises on it (so that no bits are compared),
+    fails on the repeat as on any case, declared or not."""
+    for cheat, verdict in (("repeat_garbage", "fail: mismatch"), ("repeat_raises", "fail: exception")):
+        result = check(VECTOR_ADD, CHEATS / f"{cheat}.py", device="cpu")
+        failed = [c.name for c in result.cases if not c.passed]
+        assert result.verdict == verdict and failed == ["test 0 (repeated)"], (cheat, result.verdict, failed)
+
+
+def test_a_candidate_that_will_not_import_in_the_fresh_process_fails_a_declared_check(declared):
+    result = check(declared, CHEATS / "det_fresh_import_fails.py", device="cpu")
+    failed = [c.name for c in result.cases if not c.passed]
+    assert result.verdict == "fail: exception on import", (result.verdict, failed, result.findings)
+    assert failed == ["import in a fresh process (deterministic: true)"]
+    assert check(VECTOR_ADD, CHEATS / "det_fresh_import_fails.py", device="cpu").passed  # undeclared: one process
+

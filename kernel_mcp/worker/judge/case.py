@@ -17,9 +17,9 @@ from kernel_mcp.worker.judge.reference import ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
 
 KEEP_BYTES = 1 << 29  # an output kept for the determinism repeat: a larger one would outgrow the memory measured
-LATE = ("the output changed after the call returned: work that writes it was left on a stream the caller's "
-        "stream does not wait for (join side streams before returning: current_stream().wait_stream(s)), "
-        "so a caller reading it on its own stream reads it unfinished")
+LATE = ("the output changed after the call returned: work that writes it was left running, on a stream the "
+        "caller's stream does not wait for (join side streams before returning: current_stream().wait_stream(s)) "
+        "or in a thread, so a caller reading it when the call returns reads it unfinished")
 
 
 @dataclass
@@ -143,6 +143,7 @@ class CaseRunner:
         if failure:
             judged.failure, judged.message = failure, message
             return judged
+        late = late or _changed_since_sent(answer.output, reply.figures)
         del received, reply  # the candidate's own memory: only the judge's copy is compared
         trace.mark(f"{case.name}: output copied and its integrity checked")
         if case.name == self.keep and tensors.nbytes(answer.output) <= KEEP_BYTES:
@@ -202,3 +203,11 @@ class CaseRunner:
         finally:
             self.diagnose = True
         return None if again.failure in ("crash", "timeout", "forged") else again
+
+
+def _changed_since_sent(copy: Any, figures: dict | None) -> bool:
+    """The judge's copy of the output differs from the digest the host took once the call's device work was
+    done: something wrote it in between (a thread the call left running, waiting for it to be shared)."""
+    sent = figures.get("digest") if figures else None
+    return bool(sent) and tensors.digest(copy) != sent  # [] where the host could not take one
+

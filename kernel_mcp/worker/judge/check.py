@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from pathlib import Path
 
 import torch
 
@@ -11,7 +10,7 @@ from kernel_mcp.problem import load_problem
 from kernel_mcp.results import CheckResult, Finding, MemoryUse
 from kernel_mcp.worker import lease
 from kernel_mcp.worker.isolation import check_namespaces, kernel_cache, mounts, sandbox
-from kernel_mcp.worker.judge import batch_invariance, contract, determinism, footprint, numerics, reruns
+from kernel_mcp.worker.judge import contract, determinism, footprint, numerics, repeat, reruns
 from kernel_mcp.worker.judge.case import CaseRunner, plan_cases, random_shapes, undeclared_shape
 from kernel_mcp.worker.judge.context import Judging
 from kernel_mcp.worker.judge.reference import ReferenceRuntime
@@ -25,7 +24,7 @@ def run_check(judging: Judging) -> CheckResult:
     result, runtime = prepare(judging)
     if runtime is None:
         return result
-    session = open_session(judging, runtime, Path(judging.request.candidate))
+    session = judging.open_session(runtime)
     try:
         check_on(session, runtime, judging, result)
     finally:
@@ -112,14 +111,6 @@ def _fit(judging: Judging, runtime: ReferenceRuntime, needs: footprint.Footprint
     return footprint.refusal(needs, total)
 
 
-def open_session(judging: Judging, runtime: ReferenceRuntime, candidate: Path) -> CandidateSession:
-    """A host started ahead of need (or now), given its one candidate."""
-    folder = runtime.problem.folder
-    session = judging.hosts.take()
-    session.load(candidate, [folder, folder.parent], runtime.candidate_init())
-    return session
-
-
 def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judging, result: CheckResult) -> None:
     """Every test and its secret-seeded copies, and a shape the task does not list, through a started
     session; then the cause of a failure (with the calls its diagnosis needs), the benchmark's own contract
@@ -134,11 +125,12 @@ def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judg
     runner = CaseRunner(runtime, session, result, contract.rules(runtime),
                         keep="" if runtime.tight_memory else determinism.REPEATED)
     ran = _run_cases(runner, cases, judging.reporter)
+    if ran and repeat.passing(result):  # a failed check needs no repeat: its verdict stands
+        repeat.after_cases(runner, cases, judging, result)
     _decide(result)
     reruns.name(runner, cases, result)
     if ran:
         contract.summarise(result, runner.rules)
-        _repeat(runner, cases, judging, result)
     shared = runtime.shared.finding() if runtime.shared else None
     if shared:
         result.findings.append(shared)
@@ -168,25 +160,6 @@ def _shared_truth(judging: Judging, runtime: ReferenceRuntime, session: Candidat
     return SharedTruth(shared.secret, shared.store, f"{problem.path}|{source}")
 
 
-def _repeat(runner: CaseRunner, cases: list, judging: Judging, result: CheckResult) -> None:
-    """The first test's call again (judge/determinism.py): in this host, and in a fresh one where the task
-    declares ``deterministic: true``; then, where the task declares it, on sub-batches of its inputs
-    (judge/batch_invariance.py)."""
-    if runner.kept is None:
-        return
-    judging.reporter.progress("the first test again: the same bits?", len(cases), len(cases))
-    fresh = open_session(judging, runner.rt, Path(judging.request.candidate)) if runner.rt.problem.spec.deterministic \
-        else None
-    try:
-        started = fresh is not None and fresh.start(runner.rt.problem.spec.timeouts.import_) is None
-        scratch = CheckResult(passed=False, verdict="", problem=result.problem, candidate=result.candidate)
-        determinism.measure(runner, cases, result, CaseRunner(runner.rt, fresh, scratch, []) if started else None)
-    finally:
-        if fresh is not None:
-            fresh.close()
-    batch_invariance.measure(runner, cases, result)
-
-
 def _run_cases(runner: CaseRunner, cases: list, reporter) -> bool:
     """False where the candidate never got to run (it failed to import, or its host failed to boot)."""
     runtime, session, result = runner.rt, runner.session, runner.result
@@ -206,8 +179,10 @@ def _run_cases(runner: CaseRunner, cases: list, reporter) -> bool:
         unmatched = session.ready_info.get("unmatched")
         if unmatched:
             result.findings.append(Finding(code="kernelbench_unmatched", severity="info", message=(
-                "ModelNew's tensors that got no value of Model's (no name, and no tensor of the same shape and "
-                f"initial value, matched them), so they keep their own: {', '.join(unmatched)}")))
+                "ModelNew's tensors whose values no tensor of Model's holds, kept as ModelNew's construction made "
+                "them (a weight folded or transposed at initialisation, a workspace, or tensors created in another "
+                "order than Model's, whose values then differ as they would under KernelBench): "
+                + ", ".join(unmatched))))
     for i, case in enumerate(cases):
         reporter.progress(case.name, i, len(cases))
         case_result = runner.judge(case)

@@ -6,10 +6,16 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernel_mcp.worker import channel, trace
 from kernel_mcp.worker.judge.hosts import Hosts
+from kernel_mcp.worker.judge.session import CandidateSession
 from kernel_mcp.worker.protocol import Device, Final, JudgeRequest, Progress, Ready
+
+if TYPE_CHECKING:
+    from kernel_mcp.worker.judge.reference import ReferenceRuntime
 
 TICK_S = 2.0  # the least time between two progress messages of a sampling loop (a human rate)
 
@@ -72,3 +78,10 @@ class Judging:
     device: Device
     hosts: Hosts
     reporter: Reporter
+
+    def open_session(self, runtime: ReferenceRuntime, candidate: Path | None = None) -> CandidateSession:
+        """A host started ahead of need (or now), given its one candidate (the request's, by default)."""
+        folder = runtime.problem.folder
+        session = self.hosts.take()
+        session.load(candidate or Path(self.request.candidate), [folder, folder.parent], runtime.candidate_init())
+        return session

@@ -1,7 +1,12 @@
-"""Does the candidate give the same bits on the same input (issue 39)? Every check repeats its first listed
-test's call once in the same process, from the same inputs and RNG seed, and compares the two outputs bit for
-bit. A task that declares ``deterministic: true`` also gets the call in a second, fresh process (a host that
-has run nothing), and a difference there or in the repeat fails the check (``fail: nondeterministic``).
+"""Does the candidate give the same bits on the same input (issue 39)? Every check that has not failed repeats
+its first listed test's call once in the same process, from the same inputs and RNG seed, and compares the two
+outputs bit for bit. A task that declares ``deterministic: true`` also gets the call in a second, fresh process
+(a host that has run nothing), and a difference there or in the repeat fails the check (``fail:
+nondeterministic``).
+
+Each repeat is judged like every case and listed among them (``test 0 (repeated)``): a kernel that answers a
+repeated input with garbage (a memo of its own), or raises on it so that no bits are compared, fails as any
+case fails (tests/cheats/repeat_garbage.py, repeat_raises.py).
 
 Bit for bit: floats are compared as their bit patterns (a NaN equals a NaN of the same bits; -0.0 differs
 from 0.0), so an atomicAdd reduction that sums in another order shows even when the values round alike.
@@ -39,8 +44,8 @@ def differing_elements(x: torch.Tensor, y: torch.Tensor) -> int:
 
 def measure(runner: CaseRunner, cases: list[Case], result: CheckResult, fresh: CaseRunner | None) -> None:
     """Repeat the kept case (runner.kept) in the same process and, given ``fresh`` (a runner on a second
-    host), there too; record it in ``result.determinism``, and fail the check when the task declares the
-    property and the bits differ."""
+    host), there too, each judged and listed among the cases; record it in ``result.determinism``, with an
+    error finding (the check fails) when the task declares the property and the bits differ."""
     case = next((c for c in cases if c.name == REPEATED), None)
     if case is None or runner.kept is None:
         return
@@ -50,18 +55,27 @@ def measure(runner: CaseRunner, cases: list[Case], result: CheckResult, fresh: C
     for where, on in (("same_process", runner), ("fresh_process", fresh)):
         if on is None:
             continue
-        try:
-            again = on.repeat(case, seed)
-        except Exception:  # noqa: BLE001  (a repeat that cannot run measures nothing; the verdict stands)
-            again = None
+        again = _judged_again(on, case, seed, where, result)
         if again is None:
             continue
         count, found.elements = differing(output, again)
         setattr(found, where, count == 0)
         worst = max(worst, count)
+    runner.kept = (output, seed)
     found.differing_elements = worst
     result.determinism = found
     _report(runner, result, found)
+
+
+def _judged_again(on: CaseRunner, case: Case, seed: int, where: str, result: CheckResult) -> Any | None:
+    """The case's call made again from the same inputs and RNG seed, judged like any case and listed in
+    ``result``; its output, or None where it gave none to compare (it failed before its values: the check
+    fails on that case)."""
+    name = f"{case.name} (repeated{' in a fresh process' if where == 'fresh_process' else ''})"
+    on.keep, on.kept = name, None
+    judged = on.judge(Case(name, case.params, case.shown, case.signed, seed))
+    result.cases.append(judged)
+    return on.kept[0] if on.kept is not None else None
 
 
 def _report(runner: CaseRunner, result: CheckResult, found: Determinism) -> None:
@@ -80,5 +94,3 @@ def _report(runner: CaseRunner, result: CheckResult, found: Determinism) -> None
                "that depends on timing)")
     result.findings.append(Finding(code="nondeterministic", severity="error" if declared else "info",
                                    message=message + ("; the task declares deterministic: true" if declared else "")))
-    if declared and result.passed:
-        result.passed, result.verdict, result.cause = False, "fail: nondeterministic", "nondeterministic"

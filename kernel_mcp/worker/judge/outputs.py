@@ -31,20 +31,26 @@ def resolve_input_refs(output: Any, shared: Any) -> Any:
     _refer_to_inputs); the judge substitutes its own view of that memory, which the integrity checks then treat
     like any output. A view that does not fit its input raises ValueError."""
     refs = {input_placeholder(i): t for i, (_, t) in enumerate(tensors.leaves(shared))}
-    return _resolve(output, refs)
+    return _resolve(output, refs, 0)
 
 
-def _resolve(node: Any, refs: dict[str, Any]) -> Any:
+MAX_DEPTH = 64  # tuples, lists and dicts inside each other: no reference's output comes near; deeper ones are a
+# candidate's way to make the judge's own recursion fail (an 'error: harness' in place of its verdict)
+
+
+def _resolve(node: Any, refs: dict[str, Any], depth: int) -> Any:
     """A plain recursive function, not a closure over ``refs``: a closure that calls itself is a reference
     cycle, which kept every case's shared inputs allocated on the device until the garbage collector ran."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"the output nests tuples, lists or dicts more than {MAX_DEPTH} deep")
     if isinstance(node, str):
         return refs.get(node, node)
     if isinstance(node, (tuple, list)):
-        return type(node)(_resolve(x, refs) for x in node)
+        return type(node)(_resolve(x, refs, depth + 1) for x in node)
     if isinstance(node, dict) and INPUT_VIEW in node:
         return _input_view(node, refs)
     if isinstance(node, dict):
-        return {k: _resolve(v, refs) for k, v in node.items()}
+        return {k: _resolve(v, refs, depth + 1) for k, v in node.items()}
     return node
 
 

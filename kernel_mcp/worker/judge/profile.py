@@ -32,7 +32,7 @@ from kernel_mcp.worker import tensors
 from kernel_mcp.worker.host import aftercall, factory, timing
 from kernel_mcp.worker.isolation import proctree
 from kernel_mcp.worker.judge import flush
-from kernel_mcp.worker.judge.check import check_on, open_session, prepare
+from kernel_mcp.worker.judge.check import check_on, prepare
 from kernel_mcp.worker.judge.context import Judging
 from kernel_mcp.worker.judge.outputs import Answer, judge_values, output_integrity
 from kernel_mcp.worker.judge.parking import release_device_memory
@@ -259,12 +259,12 @@ def run_profile(judging: Judging) -> ProfileResult:
     shapes = runtime.problem.tests if request.settings.shapes == "tests" else runtime.problem.benchmarks
     judging.reporter.progress("timing the reference alone", 0, len(shapes))
     profiler.measure_solo_reference(shapes)
-    candidate = Contestant("candidate", open_session(judging, runtime, Path(request.candidate)))
+    candidate = Contestant("candidate", judging.open_session(runtime))
     profiler.sessions.append(candidate.session)
     contestants = [Contestant("reference"), candidate]
     try:
         if request.baseline:
-            contestants.append(Contestant("baseline", open_session(judging, runtime, Path(request.baseline))))
+            contestants.append(Contestant("baseline", judging.open_session(runtime, Path(request.baseline))))
             profiler.sessions.append(contestants[-1].session)
             _start_baseline(contestants[-1], runtime, result)
         check_on(candidate.session, runtime, judging, check)

@@ -49,8 +49,8 @@ def _shared_authkey() -> bytes:
     return _AUTHKEY[0]
 
 
-# the figures each kind of timing request must return, and nothing else
-FIGURE_KEYS = {"op": {"op_ms", "tail_ms", "wall_ms", "issue_ms", "patched", "left", "digest"},
+FIGURE_KEYS = {"call": {"late", "digest"},  # what a check's call and each kind of timing request returns, no more
+               "op": {"op_ms", "tail_ms", "wall_ms", "issue_ms", "patched", "left", "digest"},
                "kernel": {"op_ms", "busy_us", "activities", "patched", "left", "digest"},
                "graph": {"graph_ms", "patched"}}
 MAX_FIGURE = 1e12  # no figure (ms, us or a count) of one call comes near this
@@ -58,19 +58,20 @@ TEXT_FIGURES = ("patched", "left")  # short lists of short strings
 
 
 def _plain_figures(figures: Any, mode: str) -> bool:
-    """Exactly the expected keys; finite numbers of sane size; ``patched`` and ``left`` short lists of
-    short strings; ``digest`` a list of 64-bit integers (one per output tensor)."""
+    """Exactly the expected keys: finite numbers of sane size, ``late`` a bool, ``patched`` and ``left`` short lists
+    of short strings, ``digest`` a list of 64-bit integers (one per output tensor)."""
     if type(figures) is not dict or set(figures) != FIGURE_KEYS.get(mode):
         return False
     for key, value in figures.items():
-        if key in TEXT_FIGURES:
-            if type(value) is not list or len(value) > 64 or any(type(v) is not str or len(v) > 2000 for v in value):
-                return False
+        if key == "late":
+            good = type(value) is bool
+        elif key in TEXT_FIGURES:
+            good = type(value) is list and len(value) <= 64 and all(type(v) is str and len(v) <= 2000 for v in value)
         elif key == "digest":
-            if type(value) is not list or len(value) > 4096 \
-                    or any(type(v) is not int or abs(v) >= 2**63 for v in value):
-                return False
-        elif type(value) not in (int, float) or not math.isfinite(value) or abs(value) > MAX_FIGURE:
+            good = type(value) is list and len(value) <= 4096 and all(type(v) is int and abs(v) < 2**63 for v in value)
+        else:
+            good = type(value) in (int, float) and math.isfinite(value) and abs(value) <= MAX_FIGURE
+        if not good:
             return False
     return True
 
@@ -241,11 +242,11 @@ class CandidateSession:
 
     def call(self, case_id: int, data: Any, timeout: float, rng_seed: int = 0, serialize: bool = False) -> Reply:
         """Run custom_kernel once on data, from the case's RNG seed (``serialize``: host/main._run); the
-        Reply holds its output, and ``figures["late"]``: whether it changed after the call returned."""
+        Reply holds its output, and ``figures``: ``late`` (it changed after the call returned) and ``digest``."""
         message = self._request(("run", case_id, data, rng_seed, {"serialize": serialize}), timeout)
         if isinstance(message, Reply):
             return message
-        if len(message) == 4 and message[:2] == ("output", case_id) and message[2] in ({"late": True}, {"late": False}):
+        if len(message) == 4 and message[:2] == ("output", case_id) and _plain_figures(message[2], "call"):
             return Reply("output", output=message[3], figures=message[2])
         return self._as_error(message, "call")
 
