@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -301,6 +302,86 @@ def test_colluding_candidates_gain_nothing(tmp_path):
     finally:
         for place in places:
             shutil.rmtree(place / "kernel_mcp_collusion", ignore_errors=True)
+
+
+def test_a_candidate_sees_no_other_candidates_scratch_or_temporary_folder():
+    """Another candidate's scratch and temporary folders, planted beside where this check's host gets its own
+    (a live oracle wrote its answers into its scratch and read requests from the others', through the batch
+    and the reward API: a review, twenty-fourth session): covered in the host's mount namespace, so the probe
+    sees only its own and passes. With namespaces off (KERNEL_MCP_PID_NAMESPACE=0) it sees them and fails."""
+    from kernel_mcp.worker.isolation import folders
+    planted = [folders.scratch_root() / "kmcp-candidate-planted", folders.host_tmp_root() / "kmcp-tmp-planted"]
+    for folder in planted:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "kmcpreq_note.pt").write_bytes(b"a request")
+    try:
+        result = check(VECTOR_ADD, CHEATS / "peek_other_folders.py", device="cpu")
+        assert result.passed, (result.verdict, result.findings)
+    finally:
+        for folder in planted:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _keyring_works() -> bool:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    key = libc.syscall(248, b"user", b"kmcp-probe", b"x", ctypes.c_size_t(1), ctypes.c_int(-2))  # this process's
+    return key > 0
+
+
+@pytest.mark.skipif(not _keyring_works(), reason="this machine's kernel (or container) offers no keyring")
+def test_the_keyring_passes_no_notes_between_candidates(tmp_path):
+    """A writer that leaves each answer in the per-user keyring, and a reader judged after it in the same batch
+    (served the same secret inputs) that serves them: the keyring belongs to the user namespace, which a root
+    candidate shares with every check, and outlives its process. Hosts' keyring calls are refused (seccomp)."""
+    from kernel_mcp.worker.isolation import syscalls
+    assert sandbox_denies_keyring(syscalls)
+    folder = tmp_path / "pair"
+    folder.mkdir()
+    for name in ("keyring_writer", "keyring_reader"):
+        shutil.copy(CHEATS / f"{name}.py", folder)
+    done = judge_cli(str(VECTOR_ADD), str(folder / "keyring_writer.py"), str(folder / "keyring_reader.py"),
+                     "--out", str(tmp_path / "out"), "--jobs", "1", "--no-time", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {row["id"]: row for row in json.loads(done.stdout)}
+    assert rows["keyring_writer"]["passed"] and not rows["keyring_reader"]["passed"], rows
+    # not even the listed seeds' small cases, whose answers the writer computed (an open keyring serves them)
+    alone = check(VECTOR_ADD, folder / "keyring_reader.py", device="cpu")
+    assert not any(case.passed for case in alone.cases), [(c.name, c.passed) for c in alone.cases]
+
+
+def test_byte_identical_twins_keep_their_builds_apart(tmp_path):
+    """The same bytes under two names in one folder: what the writer leaves in its build caches is kept for the
+    next check of *it*, not of its twin (kernel_cache.key_for), so the reader, judged after it in the same batch
+    on the same inputs, finds nothing, not even for the listed seeds."""
+    folder = tmp_path / "twins"
+    folder.mkdir()
+    for name in ("twin_writer", "twin_reader"):
+        shutil.copy(CHEATS / "twin_cache_note.py", folder / f"{name}.py")
+    done = judge_cli(str(VECTOR_ADD), str(folder / "twin_writer.py"), str(folder / "twin_reader.py"),
+                     "--out", str(tmp_path / "out"), "--jobs", "1", "--no-time", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {row["id"]: row for row in json.loads(done.stdout)}
+    assert rows["twin_writer"]["passed"] and not rows["twin_reader"]["passed"], rows
+    alone = check(VECTOR_ADD, folder / "twin_reader.py", device="cpu")
+    assert not any(case.passed for case in alone.cases), [(c.name, c.passed) for c in alone.cases]
+
+
+def sandbox_denies_keyring(syscalls) -> bool:
+    """In a throwaway child: the filter taken, ``add_key`` then refused with EPERM, ``getpid`` still fine."""
+    import ctypes
+    from kernel_mcp.worker.isolation import sandbox
+
+    def attempt() -> bool:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+        if not syscalls.deny_keyring():
+            return False
+        refused = libc.syscall(248, b"user", b"kmcp-probe", b"x", ctypes.c_size_t(1), ctypes.c_int(-2)) == -1
+        return refused and ctypes.get_errno() == 1 and os.getpid() > 0
+    return sandbox.true_in_a_child(attempt)
 
 
 def test_a_candidate_reaches_no_socket_outside_its_check(monkeypatch):

@@ -161,7 +161,9 @@ def test_claude_code_calls_evaluate_with_the_project_install(workspace, home):
         # install wrote (.mcp.json, and .claude/settings.local.json approving it and allowing its tools).
         # MCP_CONNECTION_NONBLOCKING=false: `claude -p` otherwise sends the first request before the server
         # has connected (offering a WaitForMcpServers tool instead), and this one-shot script needs evaluate.
-        env.update(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="sk-ant-test-not-a-real-key",
+        # MCP_TIMEOUT: the server's start-up may take the client's default wait and more on a loaded machine
+        # (a busy CI run got a first request with no kernel-mcp tools in it)
+        env.update(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="sk-ant-test-not-a-real-key", MCP_TIMEOUT="120000",
                    MCP_CONNECTION_NONBLOCKING="false", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
                    DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1")
         out, took = _run([claude, "-p", PROMPT, "--output-format", "json"], workspace, env)

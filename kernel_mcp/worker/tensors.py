@@ -179,10 +179,17 @@ def digest(tree: Any) -> list[int]:
     found = []
     for _, t in leaves(tree):
         bits = element_bits(t).reshape(-1)
-        total = torch.zeros((), dtype=torch.int64, device=t.device)
+        total = _VF.zeros((), dtype=torch.int64, device=t.device)
         for start in range(0, bits.numel(), DIGEST_CHUNK):
             piece = bits[start:start + DIGEST_CHUNK].to(torch.int64)
-            weights = torch.arange(start, start + piece.numel(), dtype=torch.int64, device=t.device) * 2654435761 + 1
-            total += (piece * weights).sum()
+            weights = _VF.add(_VF.mul(_VF.arange(start, start + piece.numel(), dtype=torch.int64, device=t.device),
+                                      2654435761), 1)
+            total = _VF.add(total, _VF.sum(_VF.mul(piece, weights)))
         found.append(int(total.item()))
     return found
+
+
+# The digest's arithmetic through torch's C bindings: the candidate host digests outputs after the candidate's
+# code ran, and a candidate that replaced torch.add or Tensor.__add__ in its own process (tests/test_runner.py's
+# planter) must not make the host's digest differ from the judge's
+_VF = torch._C._VariableFunctions

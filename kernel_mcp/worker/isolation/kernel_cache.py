@@ -38,9 +38,11 @@ def store() -> Path:
 
 
 def key_for(candidate: Path) -> str:
-    """Which store entry a candidate's processes fill from: its folder and its bytes (helpers beside it
-    have their own Triton keys, by their source)."""
-    digest = hashlib.sha256(str(candidate.resolve().parent).encode() + b"\0" + candidate.read_bytes())
+    """Which store entry a candidate's processes fill from: its path and its bytes. Its path, not only its
+    folder: whatever its process leaves in its build caches is kept for the next check of it, so two files of
+    the same bytes in one folder would otherwise share notes (a writer and its byte-identical twin, which reads
+    what the writer left when both are served a batch's same inputs: a review, twenty-fourth session)."""
+    digest = hashlib.sha256(str(candidate.resolve()).encode() + b"\0" + candidate.read_bytes())
     return digest.hexdigest()[:24]
 
 

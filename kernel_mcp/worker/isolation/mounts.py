@@ -10,6 +10,7 @@ from pathlib import Path
 _libc = ctypes.CDLL(None, use_errno=True)
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE = 16384, 1 << 18
+MNT_DETACH = 2
 
 # Mounts left writable: /dev/shm (shared memory: torch passes tensors through it; private to the check,
 # check_namespaces.py) and the namespace's own /proc (the CUDA driver fails with error 304 without it:
@@ -21,11 +22,12 @@ UNSEALED = ("/dev/shm", "/proc")
 SEALED_IN_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 
 
-def seal_file_systems(writable: tuple[str, ...], hidden: tuple[str, ...] = ()) -> None:
+def seal_file_systems(writable: tuple[str, ...], hidden: tuple[str, ...] = (), private: tuple[str, ...] = ()) -> None:
     """In a mount namespace of our own: every mount read-only (UNSEALED aside), each ``hidden`` folder covered
-    by an empty read-only tmpfs, then each ``writable`` folder bound back read-write. Best effort, mount by
-    mount: what could not be sealed or hidden shows in /proc/<pid>/mountinfo, which the trusted side reads
-    (writable_in, covered_in)."""
+    by an empty read-only tmpfs, each ``private`` folder (the roots other processes' scratch folders live in)
+    covered by one that shows only the ``writable`` folders inside it, then each ``writable`` folder bound back
+    read-write. Best effort, mount by mount: what could not be sealed or hidden shows in /proc/<pid>/mountinfo,
+    which the trusted side reads (writable_in, covered_in)."""
     for point in mount_points(Path("/proc/self/mountinfo")):
         if not any(point == top or point.startswith(top + "/") for top in UNSEALED):
             _remount(point.encode(), read_only=True)
@@ -33,8 +35,37 @@ def seal_file_systems(writable: tuple[str, ...], hidden: tuple[str, ...] = ()) -
         _bind(path.encode(), read_only=True)
     for folder in hidden:
         _libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k")
+    for root in private:
+        _cover_but(root, [w for w in writable if os.path.dirname(w.rstrip("/")) == root.rstrip("/")])
     for folder in writable:
         _bind(folder.encode(), read_only=False)
+
+
+def _cover_but(root: str, keep: list[str]) -> None:
+    """``root`` covered by a tmpfs that holds only ``keep`` (folders directly inside it), each bound back from
+    where it was: the other folders there, made before this process or after, cannot be seen. A live oracle
+    read other candidates' requests from their scratch folders and wrote answers into its own (a review's
+    ``fs_oracle``, twenty-fourth session). The folders are held open first: the cover hides their paths."""
+    held = []
+    try:
+        held = [(folder, os.open(folder, os.O_PATH | os.O_DIRECTORY)) for folder in keep]
+    except OSError:
+        return
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    try:
+        if _libc.mount(b"tmpfs", root.encode(), b"tmpfs", flags, b"size=16k,mode=755") != 0:
+            return
+        try:
+            for folder, fd in held:
+                os.mkdir(folder)
+                if _libc.mount(f"/proc/self/fd/{fd}".encode(), folder.encode(), None, MS_BIND | MS_REC, None):
+                    raise OSError(ctypes.get_errno(), f"bind {folder}")
+            _libc.mount(None, root.encode(), None, MS_REMOUNT | MS_RDONLY | flags, None)
+        except OSError:
+            _libc.umount2(root.encode(), MNT_DETACH)  # the folders as they were: seen, but the process works
+    finally:
+        for _, fd in held:
+            os.close(fd)
 
 
 def covered_in(pid: int, path: Path) -> bool:

@@ -17,13 +17,12 @@ import select
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from kernel_mcp.files import CACHE_VAR, cache_root
-from kernel_mcp.worker.isolation import kernel_cache, mounts
+from kernel_mcp.worker.isolation import folders, kernel_cache, mounts, syscalls
 from kernel_mcp.worker.isolation.kernel_cache import scratch_env
 from kernel_mcp.worker.isolation.proctree import RUN_TOKEN_VAR
 
@@ -87,14 +86,6 @@ def spawn_untrusted(argv: list[str], env: dict[str, str], cwd: Path, log, pass_f
                             preexec_fn=make_preexec(limit_address_space, isolate, (str(cwd), *map(str, writable))))
 
 
-def new_scratch(prefix: str) -> Path:
-    """A private folder for one process that runs candidate code, inside kernel_mcp's cache (read-only to
-    every *other* such process where mount namespaces work)."""
-    parent = cache_root() / "scratch"
-    parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-
-
 _libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 4, 36, 37
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
@@ -129,6 +120,7 @@ def make_preexec(limit_address_space: int | None, isolate: bool, writable: tuple
 
     def preexec() -> None:
         _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        syscalls.deny_keyring()  # the per-user keyring outlives the process and is shared by every check
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if limit_address_space:
             resource.setrlimit(resource.RLIMIT_AS, (limit_address_space, limit_address_space))
@@ -202,7 +194,8 @@ def _enter_namespaces(writable: tuple[str, ...] = ()) -> None:
         # private mounts first, so the new /proc and the read-only remounts are seen by this namespace only
         if _libc.mount(None, b"/", None, mounts.MS_REC | mounts.MS_PRIVATE, None) == 0:
             _libc.mount(b"proc", b"/proc", b"proc", mounts.MS_NOSUID | mounts.MS_NODEV | mounts.MS_NOEXEC, None)
-            mounts.seal_file_systems(writable, hidden=(str(kernel_cache.store()),))  # others' kept builds
+            mounts.seal_file_systems(writable, hidden=(str(kernel_cache.store()),),  # others' kept builds
+                                     private=folders.private_roots(writable))  # others' scratch and tmp
         return
     os.closerange(3, 1 << 16)  # includes Popen's exec-status pipe: Popen returns now, as after an exec
     status = _wait_while_parent_lives(child)

@@ -148,7 +148,9 @@ def _shared_truth(judging: Judging, runtime: ReferenceRuntime, session: Candidat
     session.wait_booted()
     sealed = session.isolated and not session.writable_to_host() \
         and not session.keeps_capability(sandbox.CAP_SYS_ADMIN) \
-        and mounts.covered_in(session.host_pid, kernel_cache.store())  # (CAP_SYS_ADMIN could undo the mounts)
+        and mounts.covered_in(session.host_pid, kernel_cache.store()) \
+        and all(mounts.covered_in(session.host_pid, folder.parent) for folder in (session.scratch, session.tmp))
+    # (CAP_SYS_ADMIN could undo the mounts; the private roots hide other candidates' scratch and temporary folders)
     if not (check_namespaces.ENTERED and sealed):
         result.findings.append(Finding(code="shared_reference_off", severity="info", message=(
             "this batch's shared inputs and float64 truths were not used: the sandbox here cannot keep candidates "

@@ -23,7 +23,7 @@ from typing import Any
 from kernel_mcp.files import cache_root
 from kernel_mcp.worker import channel
 from kernel_mcp.worker.host import factory
-from kernel_mcp.worker.isolation import kernel_cache, mounts, proctree, sandbox
+from kernel_mcp.worker.isolation import folders, kernel_cache, mounts, proctree, sandbox
 
 LOG_TAIL = 3000
 WATCHDOG_GRACE_S = 5.0  # beyond the caller's timeout, before the watchdog kills a stuck candidate
@@ -100,11 +100,11 @@ class CandidateSession:
         self.ready_info: dict = {}
         self.sealed_paths: list[Path] = []
         self.timeout = 0.0
-        self.scratch = sandbox.new_scratch("kmcp-candidate-")
+        self.scratch = folders.new_scratch("kmcp-candidate-")
         kernel_cache.prepare(self.scratch)
         # temporary files go to a short path in /tmp: multiprocessing binds a unix socket there to hand
         # tensors' file descriptors over, and such paths may not exceed 107 bytes
-        self.tmp = Path(tempfile.mkdtemp(prefix="kmcp-tmp-"))
+        self.tmp = Path(tempfile.mkdtemp(prefix="kmcp-tmp-", dir=folders.host_tmp_root()))
         self.log_path = self.scratch.parent / f"{self.scratch.name}.log"
         judge_end, host_end = socket.socketpair()
         self.conn = Connection(judge_end.detach())

@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from kernel_mcp.worker import channel
-from kernel_mcp.worker.isolation import kernel_cache, proctree, sandbox
+from kernel_mcp.worker.isolation import folders, kernel_cache, proctree, sandbox
 from kernel_mcp.worker.launch import fork_client
 from kernel_mcp.worker.protocol import StepReply
 
@@ -31,7 +31,7 @@ class StepProcess:
 
     def __init__(self, interpret: bool, pin: dict[str, str] | None = None):
         self.interpret, self.token = interpret, secrets.token_hex(16)
-        self.scratch = sandbox.new_scratch("kmcp-step-")
+        self.scratch = folders.new_scratch("kmcp-step-")
         kernel_cache.prepare(self.scratch)
         self.log_path = self.scratch.parent / f"{self.scratch.name}.log"
         ours, theirs = socket.socketpair()
