@@ -16,6 +16,8 @@ reports it on a private pipe, each line HMAC-signed. It never imports the untrus
                        trivial answer passes)
     why it failed      causes.py (from the output's values), precision_probe.py, reruns.py (from the
                        pattern of cases and calls made again)
+    properties         repeat.py (the first test again, once every case passed, in fresh hosts where
+                       needed), determinism.py, batch_invariance.py, properties.py
     profile            profile.py (turns, flushes, the reference timed here), verdict.py (figures, integrity
                        findings, the verdict), flush.py
 """
