@@ -52,12 +52,13 @@ def vary_constant_parameters(model: torch.nn.Module, seed: int) -> dict[str, tor
 def adopt_parameters(model: torch.nn.Module, state: dict[str, torch.Tensor],
                      initial: dict[str, torch.Tensor]) -> list[str]:
     """Give ModelNew the values the judge gave Model's constant-initialised parameters (``initial``: their values
-    before, by name): each goes to ModelNew's tensor of the same name, else to one of ModelNew's parameters of the
-    same shape and dtype (renamed, or created directly), and only to a tensor that still holds the initial value
-    (ModelNew left it as constructed). Every other tensor keeps what ModelNew's own construction gave it, after
-    the same seed as Model's: KernelBench's own procedure, under which a weight folded or transposed in place at
-    initialisation (an ordinary optimisation) stays as ModelNew made it; loading Model's tensors over those by
-    name undid the fold and failed an honest kernel. Returns ModelNew's tensors that hold values no tensor of
+    before, by name): each goes to ModelNew's tensor of the same name, else to one of ModelNew's parameters that
+    holds the same initial values in any shape (renamed, created directly, flattened or broadcast-shaped: ``(C,)``
+    for ``(1, C, 1, 1)``), those ending in the same word (``bias``, ``weight``) and trained ones first (a frozen
+    parameter that also starts at zeros holds running statistics); only to a tensor that still holds the initial
+    value (ModelNew left it as constructed). Every other tensor keeps what ModelNew's own construction gave it,
+    after the same seed as Model's: KernelBench's own procedure, under which a weight folded or transposed in
+    place at initialisation stays as ModelNew made it. Returns ModelNew's tensors that hold values no tensor of
     Model's holds (shown, as KernelBench would differ there too)."""
     own = model.state_dict(keep_vars=True)
     buffers = {name for name, _ in model.named_buffers()}
@@ -66,12 +67,14 @@ def adopt_parameters(model: torch.nn.Module, state: dict[str, torch.Tensor],
         for key, varied in state.items():
             if key not in initial:
                 continue
-            candidates = [key] if key in own else []
-            candidates += [name for name in own if name not in buffers and name != key]
-            match = next((name for name in candidates if name not in adopted
-                          and _same_start(own[name], initial[key])), None)
+            others = [name for name in own if name not in buffers and name != key]
+            others.sort(key=lambda name: (name.rsplit(".", 1)[-1] != key.rsplit(".", 1)[-1],
+                                          not own[name].requires_grad))
+            match = next((name for name in ([key] if key in own else []) + others
+                          if name not in adopted and _same_start(own[name], initial[key], any_shape=True)),
+                         None)
             if match is not None:
-                own[match].copy_(varied.to(own[match].device))
+                own[match].copy_(varied.reshape(own[match].shape).to(own[match].device))
                 adopted.add(match)
     return [name for name in own if name not in adopted and not _held_by(own[name], name, state)]
 
@@ -79,16 +82,16 @@ def adopt_parameters(model: torch.nn.Module, state: dict[str, torch.Tensor],
 def _held_by(mine: torch.Tensor, name: str, state: dict[str, torch.Tensor]) -> bool:
     """Some tensor of Model's, by this name first, holds exactly ``mine``'s values."""
     theirs = [state[name]] if name in state else []
-    return any(_same_start(mine, t) for t in theirs + [t for k, t in state.items() if k != name])
+    return any(_same_start(mine, t, any_shape=True) for t in theirs + [t for k, t in state.items() if k != name])
 
 
-def _same_start(mine: torch.Tensor, start: torch.Tensor) -> bool:
-    if mine.shape != start.shape or mine.dtype != start.dtype:
+def _same_start(mine: torch.Tensor, start: torch.Tensor, any_shape: bool = False) -> bool:
+    """The same values (bit for bit) in the same shape, or (``any_shape``) in the same number of elements."""
+    if mine.dtype != start.dtype or (mine.shape != start.shape and not (any_shape and mine.numel() == start.numel())):
         return False
+    mine, start = mine.detach().reshape(-1), start.reshape(-1)
     head = min(mine.numel(), 64)  # a first look: a model's many same-shaped weights mostly differ at once
-    if not tensors.same_bytes(mine.detach().reshape(-1)[:head].cpu(), start.reshape(-1)[:head].cpu()):
-        return False
-    return tensors.same_bytes(mine.detach().cpu(), start.cpu())
+    return tensors.same_bytes(mine[:head].cpu(), start[:head].cpu()) and tensors.same_bytes(mine.cpu(), start.cpu())
 
 
 def nonnegative_inputs(data: Any) -> list[int]:
@@ -116,8 +119,15 @@ def signed(data: Any, seed: int) -> Any:
         # input there and a copy of it on the device, and seconds for KernelBench's 2 GiB inputs)
         gen = torch.Generator(device=t.device).manual_seed(seed + i)  # each input its own signs
         signs = torch.randint(0, 2, t.shape, generator=gen, device=t.device, dtype=torch.int8)
+        if _symmetric(t):  # a symmetric input stays symmetric (KernelBench's symmetric matmul: a kernel may use it)
+            signs = signs.triu() + signs.triu(1).transpose(-1, -2)
         return t * signs.mul_(2).sub_(1)
     return tensors.tree_map(flip, data)
+
+
+def _symmetric(t: torch.Tensor) -> bool:
+    """A square matrix (or a batch of them) equal to its own transpose."""
+    return t.dim() >= 2 and t.shape[-1] == t.shape[-2] > 1 and bool(torch.equal(t, t.transpose(-1, -2)))
 
 
 def finite_everywhere(tree: Any) -> bool:
