@@ -337,34 +337,32 @@ def test_the_keyring_passes_no_notes_between_candidates(tmp_path):
     candidate shares with every check, and outlives its process. Hosts' keyring calls are refused (seccomp)."""
     from kernel_mcp.worker.isolation import syscalls
     assert sandbox_denies_keyring(syscalls)
-    folder = tmp_path / "pair"
-    folder.mkdir()
-    for name in ("keyring_writer", "keyring_reader"):
-        shutil.copy(CHEATS / f"{name}.py", folder)
-    done = judge_cli(str(VECTOR_ADD), str(folder / "keyring_writer.py"), str(folder / "keyring_reader.py"),
-                     "--out", str(tmp_path / "out"), "--jobs", "1", "--no-time", "--json")
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = {row["id"]: row for row in json.loads(done.stdout)}
-    assert rows["keyring_writer"]["passed"] and not rows["keyring_reader"]["passed"], rows
     # not even the listed seeds' small cases, whose answers the writer computed (an open keyring serves them)
-    alone = check(VECTOR_ADD, folder / "keyring_reader.py", device="cpu")
-    assert not any(case.passed for case in alone.cases), [(c.name, c.passed) for c in alone.cases]
+    _writer_then_reader(tmp_path, {"keyring_writer": "keyring_writer", "keyring_reader": "keyring_reader"})
 
 
 def test_byte_identical_twins_keep_their_builds_apart(tmp_path):
     """The same bytes under two names in one folder: what the writer leaves in its build caches is kept for the
     next check of *it*, not of its twin (kernel_cache.key_for), so the reader, judged after it in the same batch
     on the same inputs, finds nothing, not even for the listed seeds."""
-    folder = tmp_path / "twins"
+    _writer_then_reader(tmp_path, {"twin_writer": "twin_cache_note", "twin_reader": "twin_cache_note"})
+
+
+def _writer_then_reader(tmp_path, sources: dict[str, str]) -> None:
+    """A writer and a reader (names -> the cheat each is a copy of) in one folder, judged in one batch in that
+    order on the same inputs: the writer passes, the reader fails; then the reader checked alone passes no
+    case, the listed seeds' included, whose answers the writer computed."""
+    folder = tmp_path / "pair"
     folder.mkdir()
-    for name in ("twin_writer", "twin_reader"):
-        shutil.copy(CHEATS / "twin_cache_note.py", folder / f"{name}.py")
-    done = judge_cli(str(VECTOR_ADD), str(folder / "twin_writer.py"), str(folder / "twin_reader.py"),
+    for name, cheat in sources.items():
+        shutil.copy(CHEATS / f"{cheat}.py", folder / f"{name}.py")
+    writer, reader = sources
+    done = judge_cli(str(VECTOR_ADD), str(folder / f"{writer}.py"), str(folder / f"{reader}.py"),
                      "--out", str(tmp_path / "out"), "--jobs", "1", "--no-time", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {row["id"]: row for row in json.loads(done.stdout)}
-    assert rows["twin_writer"]["passed"] and not rows["twin_reader"]["passed"], rows
-    alone = check(VECTOR_ADD, folder / "twin_reader.py", device="cpu")
+    assert rows[writer]["passed"] and not rows[reader]["passed"], rows
+    alone = check(VECTOR_ADD, folder / f"{reader}.py", device="cpu")
     assert not any(case.passed for case in alone.cases), [(c.name, c.passed) for c in alone.cases]
 
 

@@ -71,7 +71,7 @@ def adopt_parameters(model: torch.nn.Module, state: dict[str, torch.Tensor],
             others.sort(key=lambda name: (name.rsplit(".", 1)[-1] != key.rsplit(".", 1)[-1],
                                           not own[name].requires_grad))
             match = next((name for name in ([key] if key in own else []) + others
-                          if name not in adopted and _same_start(own[name], initial[key], any_shape=True)),
+                          if name not in adopted and _same_start(own[name], initial[key])),
                          None)
             if match is not None:
                 own[match].copy_(varied.reshape(own[match].shape).to(own[match].device))
@@ -82,12 +82,13 @@ def adopt_parameters(model: torch.nn.Module, state: dict[str, torch.Tensor],
 def _held_by(mine: torch.Tensor, name: str, state: dict[str, torch.Tensor]) -> bool:
     """Some tensor of Model's, by this name first, holds exactly ``mine``'s values."""
     theirs = [state[name]] if name in state else []
-    return any(_same_start(mine, t, any_shape=True) for t in theirs + [t for k, t in state.items() if k != name])
+    return any(_same_start(mine, t) for t in theirs + [t for k, t in state.items() if k != name])
 
 
-def _same_start(mine: torch.Tensor, start: torch.Tensor, any_shape: bool = False) -> bool:
-    """The same values (bit for bit) in the same shape, or (``any_shape``) in the same number of elements."""
-    if mine.dtype != start.dtype or (mine.shape != start.shape and not (any_shape and mine.numel() == start.numel())):
+def _same_start(mine: torch.Tensor, start: torch.Tensor) -> bool:
+    """The same values (bit for bit) in as many elements, whatever the shape (a flattened or broadcast-shaped
+    parameter holds the same values)."""
+    if mine.dtype != start.dtype or mine.numel() != start.numel():
         return False
     mine, start = mine.detach().reshape(-1), start.reshape(-1)
     head = min(mine.numel(), 64)  # a first look: a model's many same-shaped weights mostly differ at once

@@ -145,7 +145,8 @@ def _run(conn: Connection, kernel: Callable, message: tuple, device: str) -> Any
         output = _lazy_bits_applied(output)  # ordered on the caller's stream after the call's own work
         at_return = _stream_digest(output, device)
         _synchronize(device)
-        final = _stream_digest(output, device)
+        # a CPU has no streams: its digest at return is already the final one (computed once, not twice)
+        final = _stream_digest(output, device) if device.startswith("cuda") else at_return
         late = at_return is not None and at_return != final
     except BaseException as exc:  # noqa: BLE001  (SystemExit and KeyboardInterrupt are candidate failures too)
         conn.send(_error("call", exc))

@@ -171,14 +171,8 @@ class CaseRunner:
             judged.benchmark = contract.judge(self.rules, output, reference.leaves, checked)
         return checked
 
-    def repeat(self, case: Case, rng_seed: int) -> Any | None:
-        """The case's call made again from the same inputs and RNG seed, not judged (no float64 reference:
-        only its bits are wanted); its output, or None where the call gave none."""
-        release_device_memory(self.rt.device, self.rt.tight_memory)
-        return self.call(self.rt.case(case.params, signed=case.signed, rng_seed=rng_seed).data, rng_seed)
-
     def call(self, data: Any, rng_seed: int) -> Any | None:
-        """One call of the candidate on ``data`` outside the cases (a repeat, a sub-batch): the judge's copy of
+        """One call of the candidate on ``data`` outside the cases (a sub-batch): the judge's copy of
         its output, or None where it gave none (a crash, an exception, a reply that does not fit)."""
         call_id = self.calls
         self.calls += 1
