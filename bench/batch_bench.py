@@ -14,7 +14,9 @@ a batch's ``results.jsonl``, ``bench/data/generations_judged.jsonl``), so a run'
 ``--sides``: which to run, in that order: ``batch`` (``kernel-mcp judge``, a problem's candidates sharing their
 secret inputs and float64 truth), ``unshared`` (``judge --no-share``), ``loop`` (one-shot checks).
 
-Writes OUT_DIR/summary.json (rates, seconds, the verdicts that differ) and prints it. A verdict that differs
+Writes OUT_DIR/summary.json (rates, seconds, the verdicts that differ) and prints it; each side's rows go to
+OUT_DIR/<side>/results.jsonl as they end. ``per_hour`` is what finished in the budget; ``steady_per_hour`` the
+rate with every slot busy (``steady_rate``), the figure a batch of hours approaches. A verdict that differs
 between the two is listed by id with both verdicts: a fresh-seed flake of a borderline candidate reads the
 same in a second run of ``check`` alone; anything else is a bug in the batch.
 """
@@ -30,6 +32,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,16 +64,28 @@ def write_manifest(items: list[Item], path: Path) -> Path:
     return path
 
 
-def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: float) -> tuple[dict[str, str], float]:
+@dataclass
+class Side:
+    verdicts: dict[str, str]  # id -> verdict, of the candidates finished within the budget
+    seconds: float  # the side's wall time
+    durations: list[float]  # seconds of each finished candidate, start to verdict
+
+
+def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: float) -> Side:
     """One-shot ``kernel-mcp check`` per candidate, ``jobs`` at a time, stopped at ``budget_s`` as the batch is (a
-    check still running then is killed and not counted)."""
+    check still running then is killed and not counted). Each verdict is appended to OUT/loop/results.jsonl as it
+    ends (rows ``--skip`` reads)."""
     verdicts: dict[str, str] = {}
+    durations: list[float] = []
     lock, began = threading.Lock(), time.monotonic()
+    rows = out / "loop" / "results.jsonl"
+    rows.parent.mkdir(parents=True, exist_ok=True)
 
     def one(item: Item) -> None:
         left = budget_s - (time.monotonic() - began)
         if left <= 0:
             return
+        started = time.monotonic()
         try:
             done = subprocess.run([*CLI, "check", str(item.problem), str(item.candidate), "--device", device,
                                    "--json"], cwd=REPO, env=side_env(out, "loop"), capture_output=True, text=True,
@@ -78,19 +93,24 @@ def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: flo
         except subprocess.TimeoutExpired:
             return
         try:
-            verdict = json.loads(done.stdout)["verdict"]
+            verdict, passed = json.loads(done.stdout)["verdict"], json.loads(done.stdout)["passed"]
         except (ValueError, KeyError):
             verdict = "error: usage" if done.returncode == 2 else f"no result (rc {done.returncode})"
+            passed = None
+        seconds = round(time.monotonic() - started, 2)
         with lock:
             verdicts[item.id] = verdict
+            durations.append(seconds)
+            with rows.open("a") as f:
+                f.write(json.dumps({"id": item.id, "verdict": verdict, "passed": passed, "seconds": seconds}) + "\n")
 
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, items))
-    return verdicts, time.monotonic() - began
+    return Side(verdicts, time.monotonic() - began, durations)
 
 
 def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: float,
-              side: str = "batch") -> tuple[dict[str, str], float]:
+              side: str = "batch") -> Side:
     """``kernel-mcp judge`` on the sample (``side`` unshared: ``--no-share``), stopped at ``budget_s`` (its rows so
     far count)."""
     manifest = write_manifest(items, out / "sample.jsonl")
@@ -102,7 +122,15 @@ def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: fl
     except subprocess.TimeoutExpired:
         pass
     seconds = time.monotonic() - began
-    return {row.id: row.verdict for row in read_rows(out / side / "results.jsonl")}, seconds
+    rows = read_rows(out / side / "results.jsonl")
+    return Side({row.id: row.verdict for row in rows}, seconds, [row.seconds for row in rows])
+
+
+def steady_rate(durations: list[float], jobs: int) -> int | None:
+    """Candidates per hour once every slot is busy (Little's law: ``jobs`` at once over the mean seconds one
+    takes). ``per_hour`` counts what finished in the budget, start-up included: in a budget of one or two
+    candidates' time, most of the first wave is still running when it ends."""
+    return round(3600 * jobs / statistics.fmean(durations)) if durations else None
 
 
 def phase_medians(rows) -> dict[str, float | None]:
@@ -143,19 +171,22 @@ def main() -> int:
             sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s)
         else:
             sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side)
-        verdicts, seconds = sides[side]
-        print(f"{side}: {len(verdicts)} judged in {seconds:.0f} s: {3600 * len(verdicts) / seconds:.0f} per hour",
-              flush=True)
+        done = sides[side]
+        print(f"{side}: {len(done.verdicts)} judged in {done.seconds:.0f} s: "
+              f"{3600 * len(done.verdicts) / done.seconds:.0f} per hour", flush=True)
     summary = {"candidates": len(items), "device": args.device, "jobs": args.jobs, "sides": sides_asked}
-    for side, (verdicts, seconds) in sides.items():
-        summary[side] = {"judged": len(verdicts), "seconds": round(seconds, 1),
-                         "per_hour": round(3600 * len(verdicts) / seconds)}
+    for side, done in sides.items():
+        jobs = args.loop_jobs or args.jobs if side == "loop" else args.jobs
+        summary[side] = {"judged": len(done.verdicts), "seconds": round(done.seconds, 1),
+                         "per_hour": round(3600 * len(done.verdicts) / done.seconds),
+                         "steady_per_hour": steady_rate(done.durations, jobs)}
         if side != "loop":
             summary[side]["phases_median_s"] = phase_medians(read_rows(out / side / "results.jsonl"))
     first, *others = sides_asked
     summary["verdicts_differ"] = {
-        other: {i: {first: sides[first][0][i], other: sides[other][0][i]}
-                for i in sorted(set(sides[first][0]) & set(sides[other][0])) if sides[first][0][i] != sides[other][0][i]}
+        other: {i: {first: sides[first].verdicts[i], other: sides[other].verdicts[i]}
+                for i in sorted(set(sides[first].verdicts) & set(sides[other].verdicts))
+                if sides[first].verdicts[i] != sides[other].verdicts[i]}
         for other in others}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))

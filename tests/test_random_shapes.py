@@ -10,10 +10,13 @@ from conftest import REPO
 
 from kernel_mcp.errors import UsageError
 from kernel_mcp.problem import load_problem
+from kernel_mcp.results import ProfileSettings
 from kernel_mcp.tools.check import check
+from kernel_mcp.tools.profile import profile
 from kernel_mcp.worker.judge.shapes import drawn
 
 VECTOR_ADD = REPO / "problems" / "vector_add"
+CHEATS = REPO / "tests" / "cheats"
 HONEST = VECTOR_ADD / "solutions" / "correct" / "triton_block256.py"
 # right on every listed size (1, 1024, 4099, 5000, 16384) and wrong on every size from 2 to 999
 WRONG_ON_A_BAND = '''def custom_kernel(data):
@@ -61,3 +64,24 @@ def test_a_range_over_a_parameter_the_tests_do_not_give_is_refused_when_loaded(t
     other.mkdir()
     with pytest.raises(UsageError, match="lowest <= highest"):
         load_problem(_with_ranges(other, "{n: [64, 1]}"))
+
+
+def test_profile_serves_a_size_near_the_benchmarks_that_no_one_listed(tmp_path):
+    """A fast path for large inputs that drops the tail is exact on every small test and on benchmarks that
+    are multiples of its block: only a size near the benchmarks that no one listed shows it wrong, and
+    profile serves one before it times anything. The same path with its tail done passes."""
+    problem = tmp_path / "vector_add"
+    shutil.copytree(VECTOR_ADD, problem, ignore=shutil.ignore_patterns("__pycache__", "solutions"))
+    task = problem / "task.yml"
+    benchmarks = "benchmarks:\n  - {n: 262144, itemsize: 4, seed: 201}\n  - {n: 524288, itemsize: 2, seed: 202}\n"
+    text = task.read_text()
+    task.write_text(text[:text.index("benchmarks:")] + benchmarks + text[text.index("\n", text.index("seed: 202")) + 1:])
+    assert [b["n"] for b in load_problem(problem).benchmarks] == [262144, 524288]
+    settings = ProfileSettings(shapes="benchmarks", budget_s=4.0, min_samples=6, warmup=1)
+    cheat = profile(problem, CHEATS / "unmasked_large_path.py", device="cpu", settings=settings)
+    assert cheat.check.passed, cheat.check.verdict  # the check serves small sizes only: it cannot tell
+    assert not cheat.passed and cheat.verdict == "fail: mismatch while timing", cheat.verdict
+    assert "listed_shapes_only" in [f.code for f in cheat.findings] and not cheat.shapes  # nothing was timed
+    honest = profile(problem, REPO / "tests" / "honest" / "masked_large_path.py", device="cpu", settings=settings)
+    assert honest.passed, (honest.verdict, honest.findings)
+    assert [s.params["n"] for s in honest.shapes] == [262144, 524288]

@@ -9,8 +9,9 @@
 #   bash tools/gpu_owed.sh timing     # tests/test_gpu_profile.py alone (nothing else on the GPU)
 #   bash tools/gpu_owed.sh numerics   # bench/numerics_bench.py: determinism and the four sanitizer tools
 #   bash tools/gpu_owed.sh tune       # optimize --agent tune on matmul_bf16, 330 s
-#   bash tools/gpu_owed.sh batch KB MANIFEST   # bench/batch_bench.py: judged per hour, shared vs not vs one-shot,
-#                                              # on generations not judged before (bench/data/generations_judged.jsonl)
+#   bash tools/gpu_owed.sh batch KB MANIFEST [SIDE]  # bench/batch_bench.py: judged per hour on generations not
+#            # judged before (bench/data/generations_judged.jsonl); one side a call (batch, then loop on the same
+#            # warm machine): a side needs several candidates' time (about 90 s each on a GPU) to pass its start-up
 set -uo pipefail
 step=${1:?usage: gpu_owed.sh smoke|attacks|timing|numerics|tune|batch [args]}
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
@@ -43,8 +44,10 @@ tune)
     --device cuda > "$OUT/log.txt" 2>&1; tail -30 "$OUT/log.txt"; cp -r runs "$OUT/" 2>/dev/null ;;
 batch)
   kb=${2:?a KernelBench root (carried: name it in carry)}; manifest=${3:?a manifest of generations}
-  timeout 580 python3 bench/batch_bench.py "$OUT/bench" "$kb" "$manifest" --device cuda --jobs 12 --limit 120 \
-    --budget-s 170 --sides batch,unshared,loop --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
-  tail -40 "$OUT/log.txt" ;;
+  side=${4:-batch}; bench=/tmp/kmcp-batch-bench  # its kernel stores are large: only the figures come back
+  timeout 560 python3 bench/batch_bench.py "$bench" "$kb" "$manifest" --device cuda --jobs 12 --limit 200 \
+    --budget-s 480 --sides "$side" --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
+  tail -30 "$OUT/log.txt"
+  cp "$bench/summary.json" "$bench/$side/results.jsonl" "$OUT/"; cp "$bench/$side/headers.json" "$OUT/" 2>/dev/null ;;
 *) echo "unknown step: $step" >&2; exit 2 ;;
 esac

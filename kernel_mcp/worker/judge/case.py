@@ -82,6 +82,15 @@ def undeclared_shape(rt: ReferenceRuntime, result: CheckResult) -> list[Case]:
     return []
 
 
+def at_benchmark_scale(rt: ReferenceRuntime) -> dict | None:
+    """A size no one listed near the problem's smallest benchmark that generate_input and the reference accept
+    (judge/shapes.py), for ``profile`` to judge one call at; None where the problem cannot be varied there."""
+    if rt.problem.kind == "kernelbench":
+        return None
+    tried = shapes.variants(rt.problem.tests, rt.problem.benchmarks, _secret_rng(rt, "at scale"), at_scale=True)
+    return next((params for params in tried if _accepted(rt, params)), None)
+
+
 def _secret_rng(rt: ReferenceRuntime, purpose: str) -> random.Random | None:
     """Secret draws of shapes: the same in every check of a batch (from its secret), else fresh (None)."""
     return rt.shared.rng(f"{purpose} shapes") if rt.shared else None

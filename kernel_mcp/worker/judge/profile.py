@@ -38,7 +38,7 @@ from kernel_mcp.worker.judge.outputs import Answer, judge_values, output_integri
 from kernel_mcp.worker.judge.parking import release_device_memory
 from kernel_mcp.worker.judge.reference import CaseData, ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
-from kernel_mcp.worker.judge.verdict import Contestant, decide, time_all_shapes
+from kernel_mcp.worker.judge.verdict import Contestant, decide, serve_unlisted_size, time_all_shapes
 from kernel_mcp.worker.protocol import Device
 
 WALL_SLACK_MS = 0.05  # the judge's wall clock around a call may round below the events by this much
@@ -268,7 +268,9 @@ def run_profile(judging: Judging) -> ProfileResult:
             profiler.sessions.append(contestants[-1].session)
             _start_baseline(contestants[-1], runtime, result)
         check_on(candidate.session, runtime, judging, check)
-        if check.passed:
+        if check.passed and shapes is not runtime.problem.tests:
+            serve_unlisted_size(profiler, candidate)
+        if check.passed and not candidate.failure:
             time_all_shapes(profiler, shapes, contestants)
     finally:
         check.log_tail = result.log_tail = candidate.session.log_tail()

@@ -2,13 +2,15 @@
 
 A kernel correct on task.yml's shapes and wrong everywhere else (a table of answers by shape, a tail loop
 that only the listed sizes avoid) passes every listed test. So each check also serves one shape nobody
-listed: the smallest test with its size parameters moved by a small prime (secret, fresh per check),
-ragged where the listed sizes are. Only parameters that already vary between the listed tests and
-benchmarks are moved (one that never varies is the problem's structure: a head dimension, a dtype), and by
-a multiple of the largest number dividing all their listed values (a problem whose sizes are all multiples
-of 128 keeps them so: its kernels may assume it). ``generate_input`` decides what it accepts: a variant it
-or the reference refuses is dropped, the next one tried; when none works the result says the problem could
-not be varied.
+listed: a test with its size parameters moved by a small prime (secret, fresh per check), ragged where the
+listed sizes are. ``profile``, which times the benchmarks, also serves one moved off its smallest benchmark
+(judge/case.py's ``at_benchmark_scale``): a kernel exact on small sizes and on the listed large ones alone
+(an unmasked fast path taken above some size) would otherwise be timed as correct. Only parameters that
+already vary between the listed tests and benchmarks are moved (one that never varies is the problem's
+structure: a head dimension, a dtype), and by a multiple of the largest number dividing all their listed
+values (a problem whose sizes are all multiples of 128 keeps them so: its kernels may assume it).
+``generate_input`` decides what it accepts: a variant it or the reference refuses is dropped, the next one
+tried; when none works the result says the problem could not be varied.
 """
 from __future__ import annotations
 
@@ -37,16 +39,17 @@ def varying(listed: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def variants(tests: list[dict[str, Any]], benchmarks: list[dict[str, Any]],
-             rng: random.Random | None = None) -> list[dict[str, Any]]:
+             rng: random.Random | None = None, at_scale: bool = False) -> list[dict[str, Any]]:
     """Parameter sets to try, most moved first: every varying size moved at once, then each alone. Based on
-    a test chosen in secret (the tests are the task's small shapes); never one of the listed shapes. ``rng``:
-    secret draws (default: the system's; a batch's checks seed theirs from its secret)."""
+    a test chosen in secret (the tests are the task's small shapes), or with ``at_scale`` on the smallest
+    benchmark (``smallest``); never one of the listed shapes. ``rng``: secret draws (default: the system's; a
+    batch's checks seed theirs from its secret)."""
     rng = rng or random.SystemRandom()
     listed = tests + benchmarks
     steps = varying(listed)
-    if not steps:
+    if not steps or (at_scale and not benchmarks):
         return []
-    base = rng.choice(tests)
+    base = smallest(benchmarks, steps) if at_scale else rng.choice(tests)
     moves = {name: _move(base[name], step, rng) for name, step in steps.items()}
     tried = [{**base, **moves}] + [{**base, name: value} for name, value in moves.items()]
     shapes = {_shape(case) for case in listed}
@@ -55,6 +58,11 @@ def variants(tests: list[dict[str, Any]], benchmarks: list[dict[str, Any]],
         if _shape(case) not in shapes and case not in out:
             out.append({**case, "seed": rng.getrandbits(31)})
     return out
+
+
+def smallest(listed: list[dict[str, Any]], steps: dict[str, int]) -> dict[str, Any]:
+    """The listed shape whose varying sizes multiply to the least (the cheapest of the benchmarks to run)."""
+    return min(listed, key=lambda case: math.prod(case[name] for name in steps))
 
 
 def _move(value: int, step: int, rng: random.Random) -> int:

@@ -10,6 +10,7 @@ from kernel_mcp import expr, stats
 from kernel_mcp.hardware.devices import Ceilings, fastest_peak
 from kernel_mcp.results import CheckResult, Finding, ProfileResult, ProfileSettings, ShapeProfile, Timing
 from kernel_mcp.worker import tensors
+from kernel_mcp.worker.judge.case import at_benchmark_scale
 from kernel_mcp.worker.judge.context import Reporter
 from kernel_mcp.worker.judge.reference import ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
@@ -39,7 +40,7 @@ class Contestant:
 
 
 class Profiler(Protocol):
-    """What the verdict reads of profile.py's Profiler, and the two calls it makes on it."""
+    """What the verdict reads of profile.py's Profiler, and the calls it makes on it."""
     rt: ReferenceRuntime
     settings: ProfileSettings
     reporter: Reporter
@@ -52,6 +53,8 @@ class Profiler(Protocol):
     def profile_shape(self, index: int, params: dict, contestants: list[Contestant], deadline: float) -> None: ...
 
     def graph_figure(self, who: Contestant, params: dict) -> float | None: ...
+
+    def sample(self, who: Contestant, params: dict, mode: str = "op") -> float | None: ...
 
 
 def summarize_timing(who: Contestant, clock: str) -> Timing | None:
@@ -88,6 +91,24 @@ def physical_floor_ms(ceilings: Ceilings | None, flops: float | None, nbytes: fl
     if ceilings is None or flops is None or nbytes is None:
         return None
     return max(nbytes / ceilings.hbm_bytes_per_s, flops / fastest_peak(ceilings)) * 1e3
+
+
+def serve_unlisted_size(profiler: Profiler, who: Contestant) -> None:
+    """One call at a size near the smallest benchmark that no one listed, judged as a timed output is (its
+    time unused): the check served small sizes, the timing serves the listed large ones, and a kernel exact
+    on those alone (an unmasked path taken above some size) would be timed as correct."""
+    params = at_benchmark_scale(profiler.rt)
+    if params is None:
+        return
+    sizes = {name: value for name, value in params.items() if name != "seed"}
+    profiler.reporter.progress(f"one call at a size near the benchmarks that no one listed: {sizes}", 0, 0)
+    if profiler.sample(who, params) is None and who.failure.startswith("mismatch"):
+        who.failure = (f"mismatch: at {sizes}, a size near the benchmarks that the task does not list (every "
+                       f"listed shape passed): {who.failure.split(': ', 1)[-1]}")
+        profiler.result.findings.append(Finding(code="listed_shapes_only", message=(
+            "every listed shape passes and a size near the benchmarks that the task does not list fails: the "
+            "kernel assumes sizes it was not given (a path for large sizes that only the listed ones keep "
+            "exact, such as a missing mask)")))
 
 
 def time_all_shapes(profiler: Profiler, shapes: list[dict], contestants: list[Contestant]) -> None:
