@@ -16,7 +16,8 @@ secret inputs and float64 truth), ``unshared`` (``judge --no-share``), ``loop`` 
 
 Writes OUT_DIR/summary.json (rates, seconds, the verdicts that differ) and prints it; each side's rows go to
 OUT_DIR/<side>/results.jsonl as they end. ``per_hour`` is what finished in the budget; ``steady_per_hour`` the
-rate with every slot busy (``steady_rate``), the figure a batch of hours approaches. A verdict that differs
+rate with every slot busy (``steady_rate``), the figure a batch of hours approaches; ``cpu_busy`` the share of
+the machine's CPU time in use while the side ran (near 1: the builds bound the rate, not the GPU). A verdict that differs
 between the two is listed by id with both verdicts: a fresh-seed flake of a borderline candidate reads the
 same in a second run of ``check`` alone; anything else is a bug in the batch.
 """
@@ -126,6 +127,19 @@ def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: fl
     return Side({row.id: row.verdict for row in rows}, seconds, [row.seconds for row in rows])
 
 
+def cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of every CPU since boot, from /proc/stat (idle and iowait count as not busy)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(fields) - fields[3] - fields[4], sum(fields)
+
+
+def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the machine's CPU time spent busy between two ``cpu_times`` readings: near 1 while a side
+    runs, its rate is bound by the CPUs (the builds), not by the GPU."""
+    total = after[1] - before[1]
+    return round((after[0] - before[0]) / total, 3) if total else 0.0
+
+
 def steady_rate(durations: list[float], jobs: int) -> int | None:
     """Candidates per hour once every slot is busy (Little's law: ``jobs`` at once over the mean seconds one
     takes). ``per_hour`` counts what finished in the budget, start-up included: in a budget of one or two
@@ -166,11 +180,14 @@ def main() -> int:
     judged = {r["id"] for r in read_jsonl(args.skip, key=lambda r: r["id"]) if r.get("passed") is not None}
     items = sample([i for i in find_items(args.problems, args.candidates) if i.id not in judged], args.limit)
     sides = {}
+    busy = {}
     for side in sides_asked:
+        before = cpu_times()
         if side == "loop":
             sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s)
         else:
             sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side)
+        busy[side] = busy_share(before, cpu_times())
         done = sides[side]
         print(f"{side}: {len(done.verdicts)} judged in {done.seconds:.0f} s: "
               f"{3600 * len(done.verdicts) / done.seconds:.0f} per hour", flush=True)
@@ -179,7 +196,7 @@ def main() -> int:
         jobs = args.loop_jobs or args.jobs if side == "loop" else args.jobs
         summary[side] = {"judged": len(done.verdicts), "seconds": round(done.seconds, 1),
                          "per_hour": round(3600 * len(done.verdicts) / done.seconds),
-                         "steady_per_hour": steady_rate(done.durations, jobs)}
+                         "steady_per_hour": steady_rate(done.durations, jobs), "cpu_busy": busy[side]}
         if side != "loop":
             summary[side]["phases_median_s"] = phase_medians(read_rows(out / side / "results.jsonl"))
     first, *others = sides_asked
