@@ -35,6 +35,9 @@ class ToleranceSpec(_Strict):
     magnitude: Literal["output", "abs_inputs"] = Field(
         "output", description="scale of the accumulation term: |ref| or ref_kernel(|inputs|) (e.g. |A|@|B|)")
     accumulate: str | None = Field(None, description="accumulation dtype; default float32 for 16/8-bit outputs")
+    exp_argument: Literal["inputs"] | None = Field(None, description=(
+        "outputs are exp() of arguments as large as the inputs (softmax, logsumexp): rounding an argument of "
+        "size |x| moves the output by |x|*u_acc relative, so the bound adds max|input|*u_acc relative"))
     a: float = 8.0  # per-element coefficient of sqrt(K)*u_acc (Higham & Mary 2019 start at ~8-10)
     b: float = 2.0  # per-element coefficient of u_out*|ref| (output rounding)
     c: float = 2.0  # norm-wise coefficient of sqrt(K)*u_acc

@@ -119,3 +119,17 @@ def test_a_one_element_slice_of_a_wider_buffer_is_judged_not_a_harness_error():
                    device="cpu")
     assert result.passed, _explain(result)
 
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_softmax_in_the_saved_lse_form_passes_and_its_lse_in_bf16_fails(device):
+    """exp(x - lse) is off by |lse| * u relative, set by the logits' size (up to ~300 in problems/softmax), not by
+    the row's length: before the task declared ``exp_argument`` it failed its listed test of 333 columns, on the
+    norm-wise bound and on rows_sum_to_one. The same form with lse stored in bf16 still fails."""
+    honest = check(REPO / "problems" / "softmax", REPO / "tests" / "honest" / "softmax_saved_lse.py", device=device,
+                   fresh_seeds=2)
+    assert honest.passed, _explain(honest)
+    assert all("exp() arguments up to" in c.comparisons[0].note for c in honest.cases if c.comparisons)
+    downgrade = check(REPO / "problems" / "softmax", REPO / "tests" / "cheats" / "softmax_lse_in_bf16.py",
+                      device=device)
+    assert downgrade.verdict == "fail: mismatch", _explain(downgrade)

@@ -137,6 +137,14 @@ def _structure_error(got: Any, want: Any, path: str, loose: torch.dtype | None) 
     return f"{path} is {shown}, expected {want!r}"[:400]
 
 
+def _largest_input(pristine: Any) -> float:
+    """The largest finite |value| of the floating inputs (the judge's pristine copy): how large an exp() argument
+    made from them may be (ToleranceSpec.exp_argument)."""
+    sizes = [t.detach().abs().nan_to_num(0.0, 0.0, 0.0).amax().item()
+             for _, t in tensors.leaves(pristine) if t.is_floating_point() and t.numel()]
+    return max(sizes, default=0.0)
+
+
 def _precise_enough(got: torch.dtype, want: torch.dtype, loose: torch.dtype | None) -> bool:
     """A float64 output the task's precision does not ask for may come in that precision or a finer one."""
     return loose is not None and want == torch.float64 and got.is_floating_point and \
@@ -150,11 +158,12 @@ def compare_output(answer: Answer, reference: Reference, rt: ReferenceRuntime, p
     output = tensors.floats_as_tensors(answer.output)
     policy = rt.problem.spec.tolerance
     loose = _loose_dtypes(pristine)
+    argument = _largest_input(pristine) if policy.exp_argument == "inputs" else 0.0
     comparisons = []
     for i, ((path, out), (_, exp)) in enumerate(zip(tensors.leaves(output), reference.leaves)):
         held = loose if loose is not None and exp.ref.dtype == torch.float64 and out.is_floating_point() else None
         k, how = rt.reduction_length(params, reference, i)
-        comparisons.append(compare(out, exp, policy, k, leaf=path, held_to=held, k_source=how))
+        comparisons.append(compare(out, exp, policy, k, leaf=path, held_to=held, k_source=how, argument=argument))
     for j, (out, (index, exp)) in enumerate(zip(answer.after, reference.after)):
         k, how = rt.reduction_length(params, reference, len(reference.leaves) + j)
         comparisons.append(compare(out, exp, policy, k, leaf=f" (input {index} after the call)", k_source=how))
@@ -225,8 +234,10 @@ def extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any,
     if failure:
         return failure, message
     leaves = tensors.leaves(output)
+    argument = _largest_input(pristine) if rt.problem.spec.properties and rt.problem.spec.tolerance.exp_argument \
+        else 0.0
     for prop in rt.problem.spec.properties:
-        message = check_property(prop, pristine, leaves[0][1]) if leaves else "no tensor output"
+        message = check_property(prop, pristine, leaves[0][1], argument) if leaves else "no tensor output"
         if message:
             return "property", f"property {prop.name} fails: {message}"
     return "", ""

@@ -11,29 +11,31 @@ from kernel_mcp.taskspec import PropertySpec
 from kernel_mcp.worker.judge.tolerance import unit_roundoff
 
 
-def check_property(spec: PropertySpec, data: Any, output: torch.Tensor) -> str | None:
-    """None if ``output`` has the property, else a message saying how it fails."""
-    return _CHECKS[spec.name](spec, data, output)
+def check_property(spec: PropertySpec, data: Any, output: torch.Tensor, argument: float = 0.0) -> str | None:
+    """None if ``output`` has the property, else a message saying how it fails. ``argument``: the largest exp()
+    argument where the task declares ``exp_argument`` (tolerance.py): a softmax row computed as exp(x - lse)
+    sums to 1 within that many units of roundoff more."""
+    return _CHECKS[spec.name](spec, data, output, argument)
 
 
-def _finite(spec: PropertySpec, data: Any, out: torch.Tensor) -> str | None:
+def _finite(spec: PropertySpec, data: Any, out: torch.Tensor, argument: float) -> str | None:
     bad = int((~torch.isfinite(out)).sum())
     return f"{bad} non-finite values" if bad else None
 
 
-def _nonnegative(spec: PropertySpec, data: Any, out: torch.Tensor) -> str | None:
+def _nonnegative(spec: PropertySpec, data: Any, out: torch.Tensor, argument: float) -> str | None:
     bad = int((out < 0).sum())
     return f"{bad} negative values" if bad else None
 
 
-def _rows_sum_to_one(spec: PropertySpec, data: Any, out: torch.Tensor) -> str | None:
+def _rows_sum_to_one(spec: PropertySpec, data: Any, out: torch.Tensor, argument: float) -> str | None:
     sums = out.to(torch.float64).sum(dim=-1)
-    tol = 8 * math.sqrt(out.shape[-1]) * unit_roundoff(out.dtype)
+    tol = (8 * math.sqrt(out.shape[-1]) + argument) * unit_roundoff(out.dtype)
     worst = (sums - 1).abs().max().item() if sums.numel() else 0.0
     return None if worst <= tol else f"a row sums to 1 +- {worst:.3g} (allowed {tol:.3g})"
 
 
-def _freivalds(spec: PropertySpec, data: Any, out: torch.Tensor) -> str | None:
+def _freivalds(spec: PropertySpec, data: Any, out: torch.Tensor, argument: float) -> str | None:
     """C = A @ B checked through a random vector: A(Br) vs Cr in float64 (Freivalds 1977)."""
     a, b = data[spec.a].to(torch.float64), data[spec.b].to(torch.float64)
     r = torch.randn(b.shape[-1], 1, dtype=torch.float64, device=b.device)

@@ -101,19 +101,20 @@ class _Bound:
 
 
 def compare(out: torch.Tensor, exp: Expected, policy: ToleranceSpec, K: float, leaf: str = "",
-            held_to: torch.dtype | None = None, k_source: str = "") -> Comparison:
+            held_to: torch.dtype | None = None, k_source: str = "", argument: float = 0.0) -> Comparison:
     """``out`` against ``exp`` within the policy's bound, in pieces of CHUNK elements: the float64
     temporaries stay a few hundred MiB whatever the output's size (a whole-tensor comparison needed some
     ten float64 copies of the output at once). ``held_to``: the dtype whose precision the bound assumes
     (default: the output's own; a float64 reference of lower-precision inputs holds the output to theirs).
-    A complex output is compared as its real and imaginary parts, under the bound of the matching real dtype."""
+    A complex output is compared as its real and imaginary parts, under the bound of the matching real dtype.
+    ``argument``: the largest exp() argument's size where the task declares ``exp_argument`` (else 0)."""
     if out.is_complex() or exp.ref.is_complex():
         out, exp, held_to = _as_real(out, exp, held_to)
     pieces = _Pieces(out, exp)
     if not out.is_floating_point() or policy.mode == "exact":
         return _tally(pieces, _Bound(), policy, leaf, 0.0, EXACT_NOTE)
     dtype = held_to or out.dtype
-    bound, norm_bound, note = _bounds(dtype, exp, policy, K)
+    bound, norm_bound, note = _bounds(dtype, exp, policy, K, argument)
     if k_source and policy.mode != "explicit":
         note = note.replace(f"K={K:g}", f"K={K:g} ({k_source})", 1)
     honest_norm = 0.0
@@ -170,7 +171,11 @@ def _set_floor(pieces: "_Pieces", bound: "_Bound", policy: ToleranceSpec, dtype:
             f"(honest noise RMS up to {noise.max().item():.3g}, output RMS up to {rms.max().item():.3g})")
 
 
-def _bounds(out_dtype: torch.dtype, exp: Expected, policy: ToleranceSpec, K: float) -> tuple[_Bound, float, str]:
+def _bounds(out_dtype: torch.dtype, exp: Expected, policy: ToleranceSpec, K: float,
+            argument: float = 0.0) -> tuple[_Bound, float, str]:
+    """The per-element bound and the norm-wise one (relative to ||ref64||). ``argument``: exp(y) with y rounded to
+    y(1 + d), |d| <= u_acc, is exp(y) * (1 + y*d): an argument as large as the inputs (softmax's x - lse, lse up
+    to the logits' size) moves the output by up to |y|*u_acc relative, whatever the reduction length."""
     if policy.mode == "explicit":
         return _Bound(on_ref=policy.rtol or 0.0, floor=policy.atol or 0.0), math.inf, \
             f"explicit atol={policy.atol} rtol={policy.rtol}"
@@ -179,9 +184,12 @@ def _bounds(out_dtype: torch.dtype, exp: Expected, policy: ToleranceSpec, K: flo
     tiny = torch.finfo(out_dtype).tiny  # underflow: flushing a subnormal to zero is not an error
     root_k = math.sqrt(max(K, 1.0))
     widen = 1.0 if exp.exact64 else 2.0  # the reference itself carries task-dtype error
-    bound = _Bound(on_mag=widen * policy.a * root_k * u_acc, on_ref=widen * policy.b * u_out, floor=widen * tiny)
-    norm_bound = widen * (policy.c * root_k * u_acc + u_out)
-    return bound, norm_bound, f"derived: K={K:g}, u_out=2^{math.log2(u_out):.0f}, u_acc=2^{math.log2(u_acc):.0f}"
+    shifted = argument * u_acc
+    bound = _Bound(on_mag=widen * policy.a * root_k * u_acc, on_ref=widen * (policy.b * u_out + shifted),
+                   floor=widen * tiny)
+    norm_bound = widen * (policy.c * root_k * u_acc + u_out + shifted)
+    note = f"derived: K={K:g}, u_out=2^{math.log2(u_out):.0f}, u_acc=2^{math.log2(u_acc):.0f}"
+    return bound, norm_bound, note + (f", exp() arguments up to {argument:.3g}" if argument else "")
 
 
 class _Pieces:
