@@ -76,8 +76,10 @@ def run_all(args) -> list[dict]:
 
     def one(item: tuple[int, Path]) -> dict:
         level, problem = item
-        result = run_one(args, problem, candidate_file(problem, folder, args.candidate))
-        return {"candidate": args.candidate, **row_of(level, problem, result)}
+        from kernel_mcp.batch.judging import PhaseClock
+        clock = PhaseClock()  # where its seconds went: waiting for the device, the reference, the cases
+        result = run_one(args, problem, candidate_file(problem, folder, args.candidate), clock)
+        return {"candidate": args.candidate, **row_of(level, problem, result), "phases": clock.marks}
 
     return run_jobs([({"level": level, "problem": p.name}, (level, p)) for level, p in todo], one, out, args.jobs,
                     args.budget_s)
@@ -112,13 +114,13 @@ def run_jobs(todo: list[tuple[dict, object]], judge, out: Path, jobs: int, budge
     return rows
 
 
-def run_one(args, problem: Path, candidate: Path):
+def run_one(args, problem: Path, candidate: Path, clock=None):
     if args.profile:
         from kernel_mcp.results import ProfileSettings
         from kernel_mcp.tools.profile import profile
         return profile(problem, candidate, device=args.device, settings=ProfileSettings(budget_s=args.profile_budget_s))
     from kernel_mcp.tools.check import check
-    return check(problem, candidate, device=args.device, fresh_seeds=args.fresh_seeds)
+    return check(problem, candidate, device=args.device, fresh_seeds=args.fresh_seeds, on_progress=clock)
 
 
 def read_rows(files: list[Path], key=lambda row: (row["level"], row["problem"])) -> list[dict]:
@@ -148,6 +150,10 @@ def summary(rows: list[dict]) -> str:
     timed = [r["seconds"] for r in rows if r.get("seconds")]
     if timed:
         lines.append(f"seconds per check: median {statistics.median(timed):.1f}, max {max(timed):.1f}")
+        waited = [r["phases"]["admitted_at"] for r in rows if r.get("seconds") and "admitted_at" in r.get("phases", {})]
+        lines.append(f"checks that waited for the device: {len(waited)} of {len(timed)}"
+                     + (f", median wait {statistics.median(waited):.1f} s (up to the first step after it)"
+                        if waited else ""))
     return "\n".join(lines)
 
 

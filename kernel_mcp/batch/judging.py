@@ -112,13 +112,19 @@ def judge_one(item: Item, runner: Runner, device: str, settings: ProfileSettings
 class PhaseClock:
     """Where a check's seconds go, from its progress messages: ``import_at`` (the judge booted, the lease
     granted, the reference run and measured; the candidate's import, with any build it does, begins) and
-    ``cases_at`` (the import done, the first case begins), in seconds from the start."""
+    ``cases_at`` (the import done, the first case begins), in seconds from the start; ``admitted_at`` where the
+    check waited for the device (worker/lease.py says so while it waits): the first message after the wait."""
 
     def __init__(self):
-        self.began, self.marks = time.monotonic(), {}
+        self.began, self.marks, self.waiting = time.monotonic(), {}, False
 
     def __call__(self, message: str, done: int = 0, total: int = 0) -> None:
         at = round(time.monotonic() - self.began, 2)
+        if message.startswith("waiting for"):
+            self.waiting = True
+            return
+        if self.waiting:
+            self.marks["admitted_at"], self.waiting = at, False
         if message.startswith("importing the candidate"):
             self.marks.setdefault("import_at", at)
         elif "import_at" in self.marks:
