@@ -418,3 +418,23 @@ def test_a_timed_reward_pays_for_speed_only_what_its_interval_vouches_for():
     assert reward.passed and reward.trusted is not None and reward.speedup_ci and reward.seconds > 0
     assert reward.terms == value_of(True, reward.trusted, reward.speedup_ci)
     assert reward.value == pytest.approx(sum(reward.terms.values())) and reward.value >= CORRECT
+
+
+def test_a_checks_phases_are_read_from_its_progress_messages():
+    """The clock a batch row's phases come from: a wait for the device (worker/lease.py's messages) ends at the
+    next message; the import and the first case are marked once each, in order."""
+    from kernel_mcp.batch.judging import PhaseClock
+    clock = PhaseClock()
+    clock("booting the judge")
+    assert clock.marks == {}
+    clock("waiting for NVIDIA H100 (other runs are on it)")
+    clock("waiting for NVIDIA H100 (other runs are on it): 10 s so far")
+    clock("the reference measured: 1.0 s")
+    clock("importing the candidate")
+    clock("test 0", 0, 3)
+    clock("test 1", 1, 3)
+    assert list(clock.marks) == ["admitted_at", "import_at", "cases_at"]
+    assert clock.marks["admitted_at"] <= clock.marks["import_at"] <= clock.marks["cases_at"]
+    unwaited = PhaseClock()
+    unwaited("importing the candidate")
+    assert "admitted_at" not in unwaited.marks
