@@ -9,11 +9,13 @@
 #   bash tools/gpu_owed.sh timing     # tests/test_gpu_profile.py alone (nothing else on the GPU)
 #   bash tools/gpu_owed.sh numerics   # bench/numerics_bench.py: determinism and the four sanitizer tools
 #   bash tools/gpu_owed.sh tune       # optimize --agent tune on matmul_bf16, 330 s
+#   bash tools/gpu_owed.sh kernelbench KB      # each problem's own Model, levels 2 and 1, skipping rows judged before
+#                                              # (bench/data/kernelbench_own_judged.jsonl): issue 34's 250 of 250
 #   bash tools/gpu_owed.sh batch KB MANIFEST [SIDE]  # bench/batch_bench.py: judged per hour on generations not
 #            # judged before (bench/data/generations_judged.jsonl); one side a call (batch, then loop on the same
 #            # warm machine): a side needs several candidates' time (about 90 s each on a GPU) to pass its start-up
 set -uo pipefail
-step=${1:?usage: gpu_owed.sh smoke|attacks|timing|numerics|tune|batch [args]}
+step=${1:?usage: gpu_owed.sh smoke|attacks|timing|numerics|tune|kernelbench|batch [args]}
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
@@ -49,5 +51,10 @@ batch)
     --budget-s 480 --sides "$side" --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
   tail -30 "$OUT/log.txt"
   cp "$bench/summary.json" "$bench/$side/results.jsonl" "$OUT/"; cp "$bench/$side/headers.json" "$OUT/" 2>/dev/null ;;
+kernelbench)
+  kb=${2:?a KernelBench root (carried: name it in carry)}; bench=/tmp/kmcp-kb-bench
+  timeout 570 python3 bench/kernelbench_bench.py "$bench" --root "$kb" --levels 2 1 --jobs 8 --budget-s 450 \
+    --skip bench/data/kernelbench_own_judged.jsonl > "$OUT/log.txt" 2>&1
+  tail -15 "$OUT/log.txt"; cp "$bench"/kernelbench_own*.jsonl "$bench"/kernelbench_own*.md "$OUT/" ;;
 *) echo "unknown step: $step" >&2; exit 2 ;;
 esac
