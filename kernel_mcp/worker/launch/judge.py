@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import selectors
+import signal
 import subprocess
 import sys
 import tempfile
@@ -192,7 +193,11 @@ class JudgeProcess:
             pass
         self.log.seek(0)
         tail = self.log.read()[-LOG_TAIL:].decode(errors="replace")
-        return f"the judge exited (code {self.proc.returncode}) without a result\n{tail}"
+        code = self.proc.returncode
+        # SIGKILL that this side did not send: on Linux most often the kernel's out-of-memory killer
+        why = (" (killed with SIGKILL, most often by the out-of-memory killer: the problem's inputs and float64 "
+               "references may not fit this machine's memory)") if code == -signal.SIGKILL else ""
+        return f"the judge exited (code {code}){why} without a result\n{tail}"
 
     def _never_forked(self) -> bool:
         """Its fork server ended or refused before forking it (it is then started exec'd: nothing ran yet)."""
