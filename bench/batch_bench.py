@@ -17,8 +17,8 @@ secret inputs and float64 truth), ``unshared`` (``judge --no-share``), ``loop`` 
 Writes OUT_DIR/summary.json (rates, seconds, the verdicts that differ) and prints it; each side's rows go to
 OUT_DIR/<side>/results.jsonl as they end. ``per_hour`` is what finished in the budget; ``steady_per_hour`` the
 rate with every slot busy (``steady_rate``), the figure a batch of hours approaches; ``cpu_busy`` the share of
-the machine's CPU time in use while the side ran (near 1: the builds bound the rate, not the GPU). A verdict that differs
-between the two is listed by id with both verdicts: a fresh-seed flake of a borderline candidate reads the
+the machine's CPU time in use while the side ran (near 1: the builds bound the rate, not the GPU). A verdict
+that differs between the two is listed by id with both verdicts: a fresh-seed flake of a borderline candidate reads the
 same in a second run of ``check`` alone; anything else is a bug in the batch.
 """
 from __future__ import annotations
@@ -94,7 +94,8 @@ def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: flo
         except subprocess.TimeoutExpired:
             return
         try:
-            verdict, passed = json.loads(done.stdout)["verdict"], json.loads(done.stdout)["passed"]
+            answer = json.loads(done.stdout)
+            verdict, passed = answer["verdict"], answer["passed"]
         except (ValueError, KeyError):
             verdict = "error: usage" if done.returncode == 2 else f"no result (rc {done.returncode})"
             passed = None

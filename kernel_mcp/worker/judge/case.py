@@ -72,9 +72,9 @@ def undeclared_shape(rt: ReferenceRuntime, result: CheckResult) -> list[Case]:
         why = "KernelBench fixes a problem's shapes in its file (get_inputs takes no parameters)"
     else:
         tried = shapes.variants(rt.problem.tests, rt.problem.benchmarks, _secret_rng(rt, "undeclared"))
-        for params in tried:
-            if _accepted(rt, params):
-                return [Case("undeclared shape", params, shapes.shown(params))]
+        params = _first_accepted(rt, tried)
+        if params is not None:
+            return [Case("undeclared shape", params, shapes.shown(params))]
         why = (f"generate_input or the reference refused each of the {len(tried)} variants of its sizes tried"
                if tried else "no integer parameter differs between the task's tests and benchmarks")
     result.findings.append(Finding(code="shape_not_varied", severity="info", message=(
@@ -87,13 +87,18 @@ def at_benchmark_scale(rt: ReferenceRuntime) -> dict | None:
     (judge/shapes.py), for ``profile`` to judge one call at; None where the problem cannot be varied there."""
     if rt.problem.kind == "kernelbench":
         return None
-    tried = shapes.variants(rt.problem.tests, rt.problem.benchmarks, _secret_rng(rt, "at scale"), at_scale=True)
-    return next((params for params in tried if _accepted(rt, params)), None)
+    return _first_accepted(rt, shapes.variants(rt.problem.tests, rt.problem.benchmarks, _secret_rng(rt, "at scale"),
+                                               at_scale=True))
 
 
 def _secret_rng(rt: ReferenceRuntime, purpose: str) -> random.Random | None:
     """Secret draws of shapes: the same in every check of a batch (from its secret), else fresh (None)."""
     return rt.shared.rng(f"{purpose} shapes") if rt.shared else None
+
+
+def _first_accepted(rt: ReferenceRuntime, tried: list[dict]) -> dict | None:
+    """The first of the variants tried (most moved first) that the problem takes, if any."""
+    return next((params for params in tried if _accepted(rt, params)), None)
 
 
 def _accepted(rt: ReferenceRuntime, params: dict) -> bool:

@@ -137,9 +137,11 @@ def _structure_error(got: Any, want: Any, path: str, loose: torch.dtype | None) 
     return f"{path} is {shown}, expected {want!r}"[:400]
 
 
-def _largest_input(pristine: Any) -> float:
-    """The largest finite |value| of the floating inputs (the judge's pristine copy): how large an exp() argument
-    made from them may be (ToleranceSpec.exp_argument)."""
+def _exp_argument(rt: ReferenceRuntime, pristine: Any) -> float:
+    """Where the task declares ``exp_argument: inputs``, the largest finite |value| of the floating inputs (the
+    judge's pristine copy): how large an exp() argument made from them may be; else 0."""
+    if rt.problem.spec.tolerance.exp_argument != "inputs":
+        return 0.0
     sizes = [t.detach().abs().nan_to_num(0.0, 0.0, 0.0).amax().item()
              for _, t in tensors.leaves(pristine) if t.is_floating_point() and t.numel()]
     return max(sizes, default=0.0)
@@ -152,13 +154,13 @@ def _precise_enough(got: torch.dtype, want: torch.dtype, loose: torch.dtype | No
 
 
 def compare_output(answer: Answer, reference: Reference, rt: ReferenceRuntime, params: dict,
-                   pristine: Any) -> list[Comparison]:
+                   pristine: Any, argument: float = 0.0) -> list[Comparison]:
     """Every output leaf and every input compared after the call, each within its bound. A float64
-    reference that the inputs' precision does not ask for holds the output to that precision."""
+    reference that the inputs' precision does not ask for holds the output to that precision. ``argument``:
+    ``_exp_argument``'s, for the outputs."""
     output = tensors.floats_as_tensors(answer.output)
     policy = rt.problem.spec.tolerance
     loose = _loose_dtypes(pristine)
-    argument = _largest_input(pristine) if policy.exp_argument == "inputs" else 0.0
     comparisons = []
     for i, ((path, out), (_, exp)) in enumerate(zip(tensors.leaves(output), reference.leaves)):
         held = loose if loose is not None and exp.ref.dtype == torch.float64 and out.is_floating_point() else None
@@ -178,7 +180,8 @@ def judge_values(answer: Answer, reference: Reference, rt: ReferenceRuntime, par
     decides the values, as GPU MODE decides them; the derived comparison is then reported, not binding
     (judge/numerics.py). ``checked``: check_implementation's (failure, message) on this output, where the caller
     already has it (problem_check)."""
-    comparisons = compare_output(answer, reference, rt, params, pristine)
+    argument = _exp_argument(rt, pristine)  # one pass over the inputs, for the bounds and the properties
+    comparisons = compare_output(answer, reference, rt, params, pristine, argument)
     outside = [c for c in comparisons if not c.ok]
     broken = [c for c in comparisons if c.nonfinite]
     if broken:  # under every precision contract: a problem's own check may be blind to NaN
@@ -187,7 +190,7 @@ def judge_values(answer: Answer, reference: Reference, rt: ReferenceRuntime, par
                             f"is finite{f' at {worst.leaf}' if worst.leaf else ''}"), comparisons
     if outside and not _problem_decides(rt):
         return "mismatch", mismatch_message(outside), comparisons
-    failure, message = extra_checks(rt, pristine, answer.output, checked)
+    failure, message = extra_checks(rt, pristine, answer.output, checked, argument)
     if outside and failure == "check_implementation":
         message = f"{mismatch_message(outside)}; {message}"
         return "mismatch", message, comparisons
@@ -226,16 +229,14 @@ def problem_check(rt: ReferenceRuntime, pristine: Any, output: Any) -> tuple[str
     return ("", "") if ok else ("check_implementation", f"the problem's check_implementation rejected it: {message}")
 
 
-def extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any,
-                 checked: tuple[str, str] | None = None) -> tuple[str, str]:
+def extra_checks(rt: ReferenceRuntime, pristine: Any, output: Any, checked: tuple[str, str] | None = None,
+                 argument: float = 0.0) -> tuple[str, str]:
     """The problem's own check_implementation (``checked``, where already run) and declared properties, in
-    addition to the comparison."""
+    addition to the comparison. ``argument``: ``_exp_argument``'s."""
     failure, message = checked if checked is not None else problem_check(rt, pristine, output)
     if failure:
         return failure, message
     leaves = tensors.leaves(output)
-    argument = _largest_input(pristine) if rt.problem.spec.properties and rt.problem.spec.tolerance.exp_argument \
-        else 0.0
     for prop in rt.problem.spec.properties:
         message = check_property(prop, pristine, leaves[0][1], argument) if leaves else "no tensor output"
         if message:
