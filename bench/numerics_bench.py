@@ -6,7 +6,8 @@ determinism repeat), is it clean under each Compute Sanitizer tool, and what a s
 One row per kernel (baselines, solutions/correct, solutions/wrong, and tests/gpu_sanitizer's wrong kernels
 against vector_add): the check's verdict and determinism, then per tool whether it ran, its error count and
 kinds with the kernel each was in, and its wall seconds (the tool's cost per call, the target's start-up
-included). Rows are appended as each kernel ends; a summary is printed at the end.
+included). Rows are appended as each kernel ends, and a rerun into the same file carries on with the kernels
+it has no row for (a device call's time limit can end a run midway).
 """
 from __future__ import annotations
 
@@ -59,7 +60,10 @@ def main() -> int:
     parser.add_argument("--tools", nargs="*", default=["memcheck", "racecheck", "initcheck", "synccheck"])
     args = parser.parse_args()
     rows = []
+    done = {json.loads(line)["candidate"] for line in args.out.read_text().splitlines()} if args.out.exists() else set()
     for problem, candidate in kernels():
+        if str(candidate.relative_to(REPO)) in done:  # a rerun into the same file carries on where it stopped
+            continue
         rows.append(row(problem, candidate, args.device, args.tools))
         with args.out.open("a") as handle:
             handle.write(json.dumps(rows[-1]) + "\n")

@@ -144,6 +144,52 @@ def test_a_problem_too_large_for_the_device_is_refused_up_front(tmp_path):
     assert "needs at least" in result.findings[-1].message and result.memory.check_need_bytes > total
 
 
+HALF_THE_DEVICE = """
+import torch
+
+
+def custom_kernel(data):
+    a, b = data
+    _, total = torch.cuda.mem_get_info(a.device)
+    workspace = torch.empty(total // 2, dtype=torch.uint8, device=a.device)  # a workspace of half the device
+    del workspace
+    return a + b
+"""
+
+
+@pytest.mark.alone  # it fills most of the device
+def test_a_check_short_of_memory_beside_others_runs_again_alone(tmp_path):
+    """A neighbour on the device that holds more than it reserved (torch's cache keeps freed blocks; the
+    twenty-sixth session's KernelBench run ended one check in `error: out of memory`) leaves an honest
+    candidate's workspace short: the check runs again alone, once the neighbour has gone, and passes there."""
+    import threading
+
+    import torch
+
+    from kernel_mcp.worker import lease
+    from kernel_mcp.worker.resolve import resolve
+    gpu, _ = resolve("cuda")
+    candidate = tmp_path / "half_the_device.py"
+    candidate.write_text(HALF_THE_DEVICE)
+    alone, said, results = threading.Event(), [], []
+
+    def progress(message, *_):
+        said.append(message)
+        if "again alone" in message:
+            alone.set()
+
+    running = threading.Thread(target=lambda: results.append(
+        check(PROBLEMS / "vector_add", candidate, device="cuda", on_progress=progress)))
+    with lease.hold(gpu, exclusive=False, need_bytes=gpu.total_memory_bytes // 10):
+        neighbour = torch.empty(int(gpu.total_memory_bytes * 0.6), dtype=torch.uint8, device="cuda")
+        running.start()
+        assert alone.wait(timeout=300), said  # the shared run's candidate ran out of memory
+        del neighbour
+        torch.cuda.empty_cache()
+    running.join(timeout=300)
+    assert results and results[0].passed, (results, said)
+
+
 @pytest.mark.parametrize("held_to_gib", [3.0, 0.5])
 def test_a_first_run_that_outgrows_its_first_share_runs_again_with_its_need(tmp_path, monkeypatch, held_to_gib):
     """A problem never measured is admitted beside others with a first share of the device, its judge

@@ -232,3 +232,20 @@ def test_two_cli_runs_on_one_device_queue(cache, tmp_path):
     assert [p.returncode for p in (first, second, checked)] == [0, 0, 0], outputs
     assert "waiting for" in outputs[1][1], outputs[1][1][-2000:]
     assert "waiting for" in outputs[2][1], outputs[2][1][-2000:]
+
+
+def test_a_check_that_ran_short_of_device_memory_is_told_apart_from_other_failures():
+    """What the runner runs again alone (the GPU test beside it: tests/test_gpu.py): the judge's own
+    allocation failing, or the candidate's call raising torch's OutOfMemoryError; not a mismatch, not another
+    exception, not a first run that outgrew its share (that one runs again with its need)."""
+    from kernel_mcp.results import CaseResult, CheckResult, Finding
+
+    def result(findings=(), failure="", message=""):
+        cases = [CaseResult(name="test 0", params={}, passed=not failure, failure=failure, message=message)]
+        return CheckResult(passed=False, verdict="", problem="p", candidate="c", cases=cases, findings=list(findings))
+
+    assert lease.ran_short(result([Finding(code="out_of_memory", message="the judge ran out of device memory")]))
+    assert lease.ran_short(result(failure="exception", message="custom_kernel raised: OutOfMemoryError\nCUDA out"))
+    assert not lease.ran_short(result(failure="exception", message="custom_kernel raised: RuntimeError"))
+    assert not lease.ran_short(result(failure="mismatch", message="OutOfMemoryError"))
+    assert not lease.ran_short(result([Finding(code=lease.OUTGREW, message="needs about 5 GiB")]))

@@ -66,7 +66,7 @@ def test_a_range_over_a_parameter_the_tests_do_not_give_is_refused_when_loaded(t
         load_problem(_with_ranges(other, "{n: [64, 1]}"))
 
 
-def test_profile_serves_a_size_near_the_benchmarks_that_no_one_listed(tmp_path):
+def test_profile_serves_a_size_near_the_benchmarks_that_no_one_listed(tmp_path, device):
     """A fast path for large inputs that drops the tail is exact on every small test and on benchmarks that
     are multiples of its block: only a size near the benchmarks that no one listed shows it wrong, and
     profile serves one before it times anything. The same path with its tail done passes."""
@@ -78,10 +78,10 @@ def test_profile_serves_a_size_near_the_benchmarks_that_no_one_listed(tmp_path):
     task.write_text(text[:text.index("benchmarks:")] + benchmarks + text[text.index("\n", text.index("seed: 202")) + 1:])
     assert [b["n"] for b in load_problem(problem).benchmarks] == [262144, 524288]
     settings = ProfileSettings(shapes="benchmarks", budget_s=4.0, min_samples=6, warmup=1)
-    cheat = profile(problem, CHEATS / "unmasked_large_path.py", device="cpu", settings=settings)
+    cheat = profile(problem, CHEATS / "unmasked_large_path.py", device=device, settings=settings)
     assert cheat.check.passed, cheat.check.verdict  # the check serves small sizes only: it cannot tell
     assert not cheat.passed and cheat.verdict == "fail: mismatch while timing", cheat.verdict
     assert "listed_shapes_only" in [f.code for f in cheat.findings] and not cheat.shapes  # nothing was timed
-    honest = profile(problem, REPO / "tests" / "honest" / "masked_large_path.py", device="cpu", settings=settings)
+    honest = profile(problem, REPO / "tests" / "honest" / "masked_large_path.py", device=device, settings=settings)
     assert honest.passed, (honest.verdict, honest.findings)
     assert [s.params["n"] for s in honest.shapes] == [262144, 524288]

@@ -8,9 +8,10 @@
 #   bash tools/gpu_owed.sh attacks    # tests/test_attacks.py and the isolation files with the GPU present
 #   bash tools/gpu_owed.sh timing     # tests/test_gpu_profile.py alone (nothing else on the GPU)
 #   bash tools/gpu_owed.sh numerics   # bench/numerics_bench.py: determinism and the four sanitizer tools
-#   bash tools/gpu_owed.sh tune       # optimize --agent tune on matmul_bf16, 330 s
+#   bash tools/gpu_owed.sh tune       # optimize --agent tune on matmul_bf16, 300 s; bench/model_agent_bench.py
 #   bash tools/gpu_owed.sh kernelbench KB      # each problem's own Model, levels 2 and 1, skipping rows judged before
-#                                              # (bench/data/kernelbench_own_judged.jsonl): issue 34's 250 of 250
+#                                              # (bench/data/kernelbench_own_judged.jsonl): issue 34's 250 of 250;
+#                                              # then the GPU test of a check run again alone after running short
 #   bash tools/gpu_owed.sh batch KB MANIFEST [SIDE]  # bench/batch_bench.py: judged per hour on generations not
 #            # judged before (bench/data/generations_judged.jsonl); one side a call (batch, then loop on the same
 #            # warm machine): a side needs several candidates' time (about 90 s each on a GPU) to pass its start-up
@@ -36,14 +37,18 @@ attacks)
     tests/test_caller_death.py tests/test_fault_storm.py tests/test_batch.py tests/test_shared_truth.py \
     > "$OUT/pytest.txt" 2>&1; tail -25 "$OUT/pytest.txt"
   pytest_v 200 -n 4 tests/test_gpu_sanitize.py > "$OUT/pytest_sanitize.txt" 2>&1; tail -8 "$OUT/pytest_sanitize.txt" ;;
-timing)
-  pytest_v 560 -n 0 tests/test_gpu_profile.py > "$OUT/pytest.txt" 2>&1; tail -20 "$OUT/pytest.txt" ;;
+timing)  # then, on cuda (the device fixture), profile's unlisted size and the saved-LSE softmax
+  pytest_v 400 -n 0 tests/test_gpu_profile.py > "$OUT/pytest.txt" 2>&1; tail -20 "$OUT/pytest.txt"
+  pytest_v 150 -n 2 tests/test_random_shapes.py tests/test_honest_orders.py -k "near_the_benchmarks or saved_lse" \
+    > "$OUT/pytest_cuda.txt" 2>&1; tail -6 "$OUT/pytest_cuda.txt" ;;
 numerics)
   timeout 560 python3 bench/numerics_bench.py "$OUT/numerics.jsonl" --device cuda > "$OUT/log.txt" 2>&1
   tail -30 "$OUT/log.txt" ;;
-tune)
-  timeout 560 python3 -m kernel_mcp optimize problems/matmul_bf16 --agent tune --budget 330s --timing 4 \
-    --device cuda > "$OUT/log.txt" 2>&1; tail -30 "$OUT/log.txt"; cp -r runs "$OUT/" 2>/dev/null ;;
+tune)  # then the scripted model through the instruments (issue 37), on the same problem
+  timeout 370 python3 -m kernel_mcp optimize problems/matmul_bf16 --agent tune --budget 300s --timing 4 \
+    --device cuda > "$OUT/log.txt" 2>&1; tail -30 "$OUT/log.txt"; cp -r runs "$OUT/" 2>/dev/null
+  timeout 190 python3 bench/model_agent_bench.py /tmp/kmcp-model-agent --problem problems/matmul_bf16 \
+    --device cuda --timing 4 --budget 6 > "$OUT/model_agent.txt" 2>&1; tail -20 "$OUT/model_agent.txt" ;;
 batch)
   kb=${2:?a KernelBench root (carried: name it in carry)}; manifest=${3:?a manifest of generations}
   side=${4:-batch}; bench=/tmp/kmcp-batch-bench  # its kernel stores are large: only the figures come back
@@ -53,8 +58,10 @@ batch)
   cp "$bench/summary.json" "$bench/$side/results.jsonl" "$OUT/"; cp "$bench/$side/headers.json" "$OUT/" 2>/dev/null ;;
 kernelbench)
   kb=${2:?a KernelBench root (carried: name it in carry)}; bench=/tmp/kmcp-kb-bench
-  timeout 570 python3 bench/kernelbench_bench.py "$bench" --root "$kb" --levels 2 1 --jobs 8 --budget-s 450 \
+  timeout 480 python3 bench/kernelbench_bench.py "$bench" --root "$kb" --levels 2 1 --jobs 8 --budget-s 400 \
     --skip bench/data/kernelbench_own_judged.jsonl > "$OUT/log.txt" 2>&1
-  tail -15 "$OUT/log.txt"; cp "$bench"/kernelbench_own*.jsonl "$bench"/kernelbench_own*.md "$OUT/" ;;
+  tail -15 "$OUT/log.txt"; cp "$bench"/kernelbench_own*.jsonl "$OUT/"
+  # a check short of memory beside others runs again alone (the out-of-memory row of the twenty-sixth session)
+  pytest_v 90 -n 0 tests/test_gpu.py -k short_of_memory > "$OUT/pytest.txt" 2>&1; tail -4 "$OUT/pytest.txt" ;;
 *) echo "unknown step: $step" >&2; exit 2 ;;
 esac

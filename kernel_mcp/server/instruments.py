@@ -124,7 +124,9 @@ def _register_check_and_compile(server: MCPServer, space: ToolSpace, runner: Run
     @server.tool(annotations=READ_ONLY)
     async def check(problem: str, candidate: str, device: str = "auto", *, ctx: Context) -> CheckResult:
         """Does the candidate compute the problem's function? Runs every test plus secret-seeded copies in a
-        sandbox and judges each output against a float64 reference with derived tolerances."""
+        sandbox and judges each output against a float64 reference with derived tolerances. Also reports
+        whether a repeated call gives the same bits (`determinism`), judges the task's declared properties
+        (deterministic, batch_invariant, random shapes) and records the device and stack (`provenance`)."""
         prob, cand = space.problem(problem), space.path(candidate)
         return await run_blocking(ctx, lambda progress: run_check(prob, cand, device=device, on_progress=progress,
                                                             runner=runner))

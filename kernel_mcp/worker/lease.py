@@ -197,6 +197,16 @@ def measured_need(device: Device, problem_key: str) -> int | None:
     return None
 
 
+def ran_short(result) -> bool:
+    """Did a check that shared the device end for want of its memory: the judge's allocation failed
+    (judge/main.py's ``out_of_memory``), or the candidate's call raised torch's OutOfMemoryError? Beside
+    neighbours that took more than they reserved (torch's cache holds freed blocks), an honest check can;
+    alone, it would not. ``result``: a CheckResult. The candidate's message is its own text: one that names the
+    error without cause buys one run alone, nothing else."""
+    return (any(f.code == "out_of_memory" for f in result.findings)
+            or any(c.failure == "exception" and "OutOfMemoryError" in c.message for c in result.cases))
+
+
 def memory_need(device: Device, problem_key: str) -> int:
     """Bytes to reserve for a run of this problem that nothing measures on the way: its measured need,
     else the whole device."""

@@ -11,35 +11,27 @@ every process it starts (``CUDA_VISIBLE_DEVICES=3``, its thread share). Other ru
 """
 from __future__ import annotations
 
-import json
-import secrets
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from kernel_mcp.backends.sanitizer import ToolReport
-from kernel_mcp.counters.report import CounterReport
 from kernel_mcp.errors import UsageError
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, ProfileResult
 from kernel_mcp.worker import lease
-from kernel_mcp.worker.isolation import proctree, sandbox
-from kernel_mcp.worker.launch.counters import run_counters
-from kernel_mcp.worker.launch.sanitize import run_sanitizer
 from kernel_mcp.worker.launch.judge import JudgeFailure, JudgeProcess
 from kernel_mcp.worker.launch.judge import claim as claim_prestarted
 from kernel_mcp.worker.launch.step import StepProcess
-from kernel_mcp.worker.overall import apply_witness
 from kernel_mcp.worker.protocol import Device, JudgeRequest, ProgressFn, StepReply
 from kernel_mcp.worker.resolve import guess_kind, resolve
 from kernel_mcp.worker.runners.base import BOOT_TIMEOUT_S, HARNESS_MARGIN_S, harness_error
-from kernel_mcp.worker.runners.guard import apply_tampering, guard_for, sealed, tampering_finding
+from kernel_mcp.worker.runners.guard import apply_tampering, guard_for, sealed
 from kernel_mcp.worker.runners.redact import Redactor
+from kernel_mcp.worker.runners.unsealed import UnsealedTargets
 
 
-class LocalRunner:
+class LocalRunner(UnsealedTargets):
     """Judges, step hosts and the toolchain's heavy users on this machine (``warm``: keep spares booted)."""
     parallel = 1  # evaluations worth running at once (a pool: one per worker)
 
@@ -80,9 +72,8 @@ class LocalRunner:
 
     def _run_judge(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult] | type[ProfileResult],
                    problem: Problem, device: str, timeout: float, say: ProgressFn) -> CheckResult | ProfileResult:
-        """Boot, admission to the device, the run. A check of a problem never measured on this device is
-        admitted with a first share of it (its judge held to that share); if the measured need is larger,
-        it runs again, admitted with that need (or alone when the reference itself outgrew the share)."""
+        """Boot, admission to the device, the run. A check shares the device (``_shared``); one that ran out of
+        device memory there runs again alone, so that neighbours' memory never decides a verdict."""
         ready = judge.wait_ready(BOOT_TIMEOUT_S, say)
         if ready.device is None:
             raise UsageError(ready.error)
@@ -90,22 +81,38 @@ class LocalRunner:
         key = lease.problem_key(problem)
         if request.mode == "profile":
             return self._admitted(judge, request, model, ready.device, key, True, 0, timeout, say)
-        need = lease.measured_need(ready.device, key)
+        result = self._shared(judge, request, model, ready.device, key, device, timeout, say)
+        if not (ready.device.is_gpu and lease.ran_short(result)):
+            return result
+        say("it ran out of device memory beside other runs: running it again alone on the device", 0, 0)
+        return self._again(device, request, model, ready.device, key, True, 0, timeout, say)
+
+    def _shared(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult], resolved: Device,
+                key: str, device: str, timeout: float, say: ProgressFn) -> CheckResult:
+        """A check beside others. One of a problem never measured on this device is admitted with a first share
+        of it (its judge held to that share); if the measured need is larger, it runs again, admitted with that
+        need (or alone when the reference itself outgrew the share)."""
+        need = lease.measured_need(resolved, key)
         if need is not None:
-            return self._admitted(judge, request, model, ready.device, key, False, need, timeout, say)
-        first = lease.first_need(ready.device)
+            return self._admitted(judge, request, model, resolved, key, False, need, timeout, say)
+        first = lease.first_need(resolved)
         result = self._admitted(judge, request.model_copy(update={"memory_cap_bytes": first}), model,
-                                ready.device, key, False, first, timeout, say)
+                                resolved, key, False, first, timeout, say)
         outgrew = next((f for f in result.findings if f.code == lease.OUTGREW), None)
         if outgrew is None:
             return result
         say(f"{outgrew.message}: admitting it again", 0, 0)
-        measured = result.memory.check_need_bytes if isinstance(result, CheckResult) and result.memory else None
-        need = lease.need_from_measure(measured) if measured else lease.memory_need(ready.device, key)
+        measured = result.memory.check_need_bytes if result.memory else None
+        need = lease.need_from_measure(measured) if measured else lease.memory_need(resolved, key)
+        return self._again(device, request, model, resolved, key, False, need, timeout, say)
+
+    def _again(self, device: str, request: JudgeRequest, model: type[CheckResult], resolved: Device, key: str,
+               exclusive: bool, need: int, timeout: float, say: ProgressFn) -> CheckResult:
+        """The check once more, in a fresh judge (the first one has run a candidate)."""
         again = JudgeProcess(device, pin=self.pin)
         try:
             again.wait_ready(BOOT_TIMEOUT_S, say)
-            return self._admitted(again, request, model, ready.device, key, False, need, timeout, say)
+            return self._admitted(again, request, model, resolved, key, exclusive, need, timeout, say)
         finally:
             again.close()
 
@@ -159,47 +166,6 @@ class LocalRunner:
         if spare is not None:
             spare.close()
         return StepProcess(interpret, self.pin)
-
-    # --- hardware counters: the candidate under ncu / rocprofv3, the device held exclusively --------------
-    def counters(self, result: ProfileResult, problem: Problem, candidate: Path, device: Device | None,
-                 shape: int = 0) -> None:
-        """Counters on one shape of a passed profile, added to ``result``; the profiler's kernel duration is
-        also an independent witness for the reported median (worker/overall.apply_witness)."""
-        if device is None or not device.is_gpu or not result.passed or not result.shapes:
-            result.counters = CounterReport(message="counters need a GPU and a candidate that passed profiling")
-            return
-        params = problem.benchmarks[shape] if result.settings.get("shapes") != "tests" else problem.tests[shape]
-        spec = json.dumps({"problem": str(problem.path), "candidate": str(candidate), "params": params,
-                           "device": device.torch})
-        token = secrets.token_hex(16)  # what the profiled candidate leaves behind is found by it, and killed
-        env = sandbox.harness_env(**self.pin, **{sandbox.RUN_TOKEN_VAR: token})
-        with self._guarded(problem, candidate, in_namespace=False) as tampered:  # ncu runs it unsealed
-            with lease.hold(device, exclusive=True):
-                result.counters = run_counters([sys.executable, "-B", "-m", "kernel_mcp.worker.steps.counter_target",
-                                                spec], env, problem.spec.timeouts.total, device.vendor)
-            proctree.kill_by_token(token)
-        if tampered:
-            result.passed = result.trusted = False
-            result.verdict = "fail: tampering"
-            result.findings.append(tampering_finding(tampered))
-        result.counters = self._redactor.model(result.counters)
-        apply_witness(result, result.counters)
-
-    # --- compute-sanitizer: the same target, each tool in turn, the device held exclusively -----------------
-    def sanitize(self, problem: Problem, candidate: Path, device: Device, tools: tuple[str, ...],
-                 params: dict) -> tuple[list[ToolReport], list[str]]:
-        """The candidate's one-call target under each sanitizer tool: the reports, and what the file guard
-        found the candidate changed (a file it restored)."""
-        spec = json.dumps({"problem": str(problem.path), "candidate": str(candidate), "params": params,
-                           "device": device.torch})
-        token = secrets.token_hex(16)
-        env = sandbox.harness_env(**self.pin, **{sandbox.RUN_TOKEN_VAR: token})
-        with self._guarded(problem, candidate, in_namespace=False) as tampered:  # the tool runs it unsealed
-            with lease.hold(device, exclusive=True):
-                reports = run_sanitizer([sys.executable, "-B", "-m", "kernel_mcp.worker.steps.counter_target", spec],
-                                        env, problem.spec.timeouts.total, tools)
-            proctree.kill_by_token(token)
-        return [self._redactor.model(r) for r in reports], [tampering_finding(tampered).message] if tampered else []
 
     @contextmanager
     def exclusive(self, device: Device, on_progress: ProgressFn | None = None) -> Iterator[None]:
