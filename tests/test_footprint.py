@@ -130,3 +130,38 @@ def test_parking_inputs_leaves_host_or_shared_inputs_where_they_are():
     up = tensors.upcast(tree, None)
     assert up[0].dtype == torch.float64 and up[2].dtype == torch.int64 and up[2].data_ptr() != tree[2].data_ptr()
     assert torch.equal(up[0], x.double()) and tensors.upcast(tree, "cpu")[1].device.type == "cpu"
+
+
+RELU_64MIB = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(4096, 4096)]  # 64 MiB
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_reference_run_on_a_cpu_is_measured_by_its_resident_high_water_mark(tmp_path, monkeypatch):
+    problem, _, _ = kernelbench_files(tmp_path, RELU_64MIB, "def forward(self, x):\n    return x\n")
+    needs = footprint.measure(ReferenceRuntime(load_problem(problem), "cpu"), {"seed": 1})
+    assert needs.inputs == needs.outputs == 64 << 20
+    assert needs.host_peak >= needs.inputs + needs.outputs  # the reference holds both while it runs
+    monkeypatch.setenv(footprint.HOST_MEMORY_VAR, "4")
+    assert footprint.host_refusal(needs) == ""  # about 0.5 GiB fits in 4
+    monkeypatch.setenv(footprint.HOST_MEMORY_VAR, "0.125")
+    assert "on the CPU needs about 0." in footprint.host_refusal(needs)
+
+
+def test_a_cpu_check_that_cannot_fit_in_the_machines_memory_is_refused_before_any_candidate(tmp_path, monkeypatch):
+    """On a CPU no allocator raises: a check that outgrows the machine is killed by the OS (KernelBench's level 1
+    at its published sizes on a 24 GiB machine ended as `error: harness`). Where the measured reference says the
+    check cannot fit in the memory a CPU check may assume, the judge refuses it up front, with the numbers."""
+    from kernel_mcp.tools.check import check
+    problem, own, _ = kernelbench_files(tmp_path, RELU_64MIB, "def forward(self, x):\n    return x\n")
+    monkeypatch.setenv(footprint.HOST_MEMORY_VAR, "0.125")  # 128 MiB: less than the reference's own run
+    refused = check(problem, own, device="cpu")
+    assert refused.verdict == "error: too large" and not refused.cases, refused
+    assert "on the CPU needs about" in refused.findings[-1].message, refused.findings

@@ -108,7 +108,7 @@ def _fit(judging: Judging, runtime: ReferenceRuntime, needs: footprint.Footprint
         memory = f", a check needs about {need / footprint.GiB:.1f} GiB of device memory" if need else ""
         judging.reporter.needs(f"the reference measured: {needs.reference_seconds:.1f} s{memory}",
                                memory_bytes=need, seconds=seconds)
-    return footprint.refusal(needs, total)
+    return footprint.refusal(needs, total) if total else footprint.host_refusal(needs)
 
 
 def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judging, result: CheckResult) -> None:

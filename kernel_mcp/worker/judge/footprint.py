@@ -21,8 +21,10 @@ so a problem is refused up front only when the candidate's call itself cannot fi
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -50,6 +52,7 @@ class Footprint:
     outputs: int
     float64_outputs: int = 0  # bytes of the float64 expected outputs of one case
     reference_seconds: float = 0.0  # wall time of making the inputs and running the reference once
+    host_peak: int = 0  # bytes: on a CPU, the reference's run's resident-memory high-water mark above its start
 
     def call_timeout(self, declared: float) -> float:
         """Seconds a candidate's call may take: the task's timeout, or more for a problem whose own
@@ -91,6 +94,8 @@ def measure(runtime: ReferenceRuntime, test: dict) -> Footprint:
         torch.cuda.synchronize(runtime.device)
         torch.cuda.reset_peak_memory_stats(runtime.device)
         held = torch.cuda.memory_allocated(runtime.device)
+    else:
+        resident = _reset_host_peak()
     data = runtime.generate(test)
     inputs = _nbytes(data)
     out = tensors.floats_as_tensors(runtime.ref_kernel(data))
@@ -99,8 +104,9 @@ def measure(runtime: ReferenceRuntime, test: dict) -> Footprint:
     float64 = copies * sum(8 * t.numel() for _, t in tensors.leaves(out) if t.is_floating_point())
     del data, out
     if not cuda:
+        host_peak = max(0, _status_bytes("VmHWM") - resident) + runtime.weight_bytes() if resident else 0
         return Footprint(reference_peak=0, inputs=inputs, outputs=outputs, float64_outputs=float64,
-                         reference_seconds=time.perf_counter() - started)
+                         reference_seconds=time.perf_counter() - started, host_peak=host_peak)
     torch.cuda.synchronize(runtime.device)
     peak = torch.cuda.max_memory_allocated(runtime.device) - held
     return Footprint(reference_peak=peak + runtime.weight_bytes(), inputs=inputs, outputs=outputs,
@@ -132,3 +138,54 @@ def refusal(footprint: Footprint, total_bytes: int | None) -> str:
             f"{footprint.reference_peak / GiB:.1f} GiB, and while the candidate runs the judge also keeps the "
             f"inputs ({footprint.inputs / GiB:.1f} GiB) pristine and the output ({footprint.outputs / GiB:.1f} "
             "GiB) to compare with. Use smaller shapes")
+
+
+# --- a check on the CPU: refused up front where the machine's memory cannot hold it -------------------------
+# On a CPU there is no allocator to raise an error: a check that outgrows the machine's memory is killed by the
+# kernel's out-of-memory killer (with whatever else it picks), and ends as a harness error. The reference's
+# resident high-water mark stands for P in the same model as on a device (the module's docstring).
+HOST_MEMORY_VAR = "KERNEL_MCP_CPU_MEMORY_GIB"  # the memory CPU checks may assume, GiB (default: what is available)
+
+
+def host_refusal(footprint: Footprint) -> str:
+    """Why this problem cannot be checked in this machine's memory ('' when it fits or was not measured)."""
+    available = host_available()
+    if not footprint.host_peak or not available:
+        return ""
+    need = Footprint(reference_peak=footprint.host_peak, inputs=footprint.inputs, outputs=footprint.outputs,
+                     float64_outputs=footprint.float64_outputs).need(parked=False)
+    if need <= available:
+        return ""
+    return (f"checking this problem on the CPU needs about {need / GiB:.1f} GiB of memory and "
+            f"{available / GiB:.1f} GiB is available: the reference alone peaks at {footprint.host_peak / GiB:.1f} "
+            f"GiB, and the judge also keeps the inputs ({footprint.inputs / GiB:.1f} GiB) pristine, a copy for the "
+            f"candidate, the outputs and a float64 run. Use smaller shapes, or a GPU")
+
+
+def host_available() -> int | None:
+    """Bytes a check may use on this machine: ``KERNEL_MCP_CPU_MEMORY_GIB``, else available memory and free swap
+    (/proc/meminfo: what can be had before the out-of-memory killer acts); None where neither is known."""
+    if os.environ.get(HOST_MEMORY_VAR):
+        return int(float(os.environ[HOST_MEMORY_VAR]) * GiB)
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        return sum(int(fields[name].split()[0]) * 1024 for name in ("MemAvailable", "SwapFree"))
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _reset_host_peak() -> int:
+    """Reset this process's resident high-water mark (Linux: 5 to /proc/self/clear_refs) and return what is resident
+    now; 0 where the mark cannot be reset (another OS, a /proc that refuses): then nothing is measured."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return _status_bytes("VmRSS")
+    except OSError:
+        return 0
+
+
+def _status_bytes(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
