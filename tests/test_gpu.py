@@ -144,46 +144,53 @@ def test_a_problem_too_large_for_the_device_is_refused_up_front(tmp_path):
     assert "needs at least" in result.findings[-1].message and result.memory.check_need_bytes > total
 
 
-HALF_THE_DEVICE = """
-import torch
-
-
-def custom_kernel(data):
-    a, b = data
-    _, total = torch.cuda.mem_get_info(a.device)
-    workspace = torch.empty(total // 2, dtype=torch.uint8, device=a.device)  # a workspace of half the device
-    del workspace
-    return a + b
-"""
-
-
-@pytest.mark.alone  # it fills most of the device
-def test_a_check_short_of_memory_beside_others_runs_again_alone(tmp_path):
+@pytest.mark.alone  # it fills the device
+def test_a_check_whose_reference_finds_no_room_beside_others_runs_again_alone(tmp_path):
     """A neighbour on the device that holds more than it reserved (torch's cache keeps freed blocks; the
-    twenty-sixth session's KernelBench run ended one check in `error: out of memory`) leaves an honest
-    candidate's workspace short: the check runs again alone, once the neighbour has gone, and passes there."""
+    twenty-sixth session's KernelBench run ended one check in `error: out of memory`) leaves no room for the
+    reference's run of a check admitted with its measured need. No candidate code has run: the check runs
+    again alone, once the neighbour has gone, and passes there."""
     import threading
+    import time
 
     import torch
 
     from kernel_mcp.worker import lease
     from kernel_mcp.worker.resolve import resolve
     gpu, _ = resolve("cuda")
-    candidate = tmp_path / "half_the_device.py"
-    candidate.write_text(HALF_THE_DEVICE)
-    alone, said, results = threading.Event(), [], []
+    total = gpu.total_memory_bytes
+    source = f"""
+import time
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    time.sleep(5)  # the test fills the device meanwhile
+    return [torch.randn({total // 40 // 4096}, 4096, device="cuda")]  # a tenth of the device
+def get_init_inputs():
+    return []
+"""
+    problem, own, _ = kernelbench_files(tmp_path, source, "def forward(self, x):\n    return x\n")
+    assert check(problem, own, device="cuda").passed  # alone: its need is measured and kept
+    said, results, alone = [], [], threading.Event()
 
     def progress(message, *_):
         said.append(message)
         if "again alone" in message:
             alone.set()
 
-    running = threading.Thread(target=lambda: results.append(
-        check(PROBLEMS / "vector_add", candidate, device="cuda", on_progress=progress)))
-    with lease.hold(gpu, exclusive=False, need_bytes=gpu.total_memory_bytes // 10):
-        neighbour = torch.empty(int(gpu.total_memory_bytes * 0.6), dtype=torch.uint8, device="cuda")
+    running = threading.Thread(target=lambda: results.append(check(problem, own, device="cuda", on_progress=progress)))
+    ledger = lease.lease_dir() / f"{gpu.lease_key}.ledger"
+    with lease.hold(gpu, exclusive=False, need_bytes=total // 10):
         running.start()
-        assert alone.wait(timeout=300), said  # the shared run's candidate ran out of memory
+        deadline = time.monotonic() + 120
+        while ledger.read_text().count('"bytes"') < 2:  # the check admitted beside this reservation
+            assert time.monotonic() < deadline, said
+            time.sleep(0.05)
+        free, _ = torch.cuda.mem_get_info()
+        neighbour = torch.empty(free - total // 20, dtype=torch.uint8, device="cuda")  # far beyond a tenth
+        assert alone.wait(timeout=120), said
         del neighbour
         torch.cuda.empty_cache()
     running.join(timeout=300)

@@ -43,6 +43,7 @@ MEMORY_BUDGET = 0.9  # share of a GPU's memory that admitted checks may reserve 
 FIRST_SHARE = 0.25
 ALONE = 1.0
 OUTGREW = "outgrew_first_reservation"  # finding: a first run needs more than its first share
+SHORT = "short_of_memory"  # finding: the judge found no room for the reference's run, before any candidate ran
 NEED_MARGIN = 1.25  # a measured peak is reserved with this much to spare
 MIN_NEED = 256 << 20  # bytes: what a judge and a candidate host allocate beside their contexts, at least
 CONTEXTS_BYTES = 2 * (600 << 20)  # a judge's and a candidate host's CUDA contexts (~0.5 GiB each on an H200)
@@ -198,13 +199,12 @@ def measured_need(device: Device, problem_key: str) -> int | None:
 
 
 def ran_short(result) -> bool:
-    """Did a check that shared the device end for want of its memory: the judge's allocation failed
-    (judge/main.py's ``out_of_memory``), or the candidate's call raised torch's OutOfMemoryError? Beside
-    neighbours that took more than they reserved (torch's cache holds freed blocks), an honest check can;
-    alone, it would not. ``result``: a CheckResult. The candidate's message is its own text: one that names the
-    error without cause buys one run alone, nothing else."""
-    return (any(f.code == "out_of_memory" for f in result.findings)
-            or any(c.failure == "exception" and "OutOfMemoryError" in c.message for c in result.cases))
+    """Did a check that shared the device end because its judge found no room for the reference's run, before
+    any candidate code ran (``SHORT``)? Reservations are estimates, and a neighbour can hold more than it
+    reserved (torch's cache keeps freed blocks). Only then is it run again alone: a shortage once a candidate has
+    been served could be the candidate's own doing (it can fill the device, or raise the error by name), and a
+    rerun would grant it fresh secret inputs. ``result``: a CheckResult."""
+    return any(f.code == SHORT for f in result.findings)
 
 
 def memory_need(device: Device, problem_key: str) -> int:

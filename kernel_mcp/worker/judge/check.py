@@ -53,9 +53,7 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
         needs = footprint.measure(runtime, problem.tests[0])
         signs = runtime.probe_signed_inputs(problem.tests[0])
     except torch.OutOfMemoryError as exc:
-        if not capped:
-            raise  # the judge's out-of-memory report (judge/main.py): says nothing of the problem or candidate
-        return _outgrew(result, reserved, None, exc), None
+        return (_outgrew(result, reserved, None, exc) if capped else _short(result, exc)), None
     except Exception as exc:  # noqa: BLE001  (a broken reference is the problem's fault, reported as such)
         result.verdict = "error: problem"
         result.findings.append(Finding(code="problem_error", message=f"the reference ({problem.reference_file.name}) "
@@ -74,6 +72,16 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
             return _outgrew(result, reserved, need, None), None
         footprint.hold_to(None, device)  # the caller's reservation now covers the measured need
     return result, runtime
+
+
+def _short(result: CheckResult, exc: Exception) -> CheckResult:
+    """No room on the device for the reference's run, admitted with its measured need: neighbours hold more than
+    they reserved. No candidate ran; the caller runs it again alone (lease.ran_short)."""
+    result.verdict = "error: out of memory"
+    result.findings.append(Finding(code=lease.SHORT, message=(
+        f"the judge ran out of device memory running the reference, before any candidate code ran "
+        f"({str(exc).splitlines()[0][:300]}): other runs on the device hold more than they reserved")))
+    return result
 
 
 def _outgrew(result: CheckResult, reserved: int, need: int | None, exc: Exception | None) -> CheckResult:

@@ -104,7 +104,10 @@ def measure(runtime: ReferenceRuntime, test: dict) -> Footprint:
     float64 = copies * sum(8 * t.numel() for _, t in tensors.leaves(out) if t.is_floating_point())
     del data, out
     if not cuda:
-        host_peak = max(0, _status_bytes("VmHWM") - resident) + runtime.weight_bytes() if resident else 0
+        # above what stays resident after the run too: lazy imports and a library's first-use set-up are not the
+        # problem's size, and the model would charge them two or three times
+        kept = max(resident, _status_bytes("VmRSS"))
+        host_peak = max(0, _status_bytes("VmHWM") - kept) + runtime.weight_bytes() if resident else 0
         return Footprint(reference_peak=0, inputs=inputs, outputs=outputs, float64_outputs=float64,
                          reference_seconds=time.perf_counter() - started, host_peak=host_peak)
     torch.cuda.synchronize(runtime.device)
@@ -144,34 +147,61 @@ def refusal(footprint: Footprint, total_bytes: int | None) -> str:
 # On a CPU there is no allocator to raise an error: a check that outgrows the machine's memory is killed by the
 # kernel's out-of-memory killer (with whatever else it picks), and ends as a harness error. The reference's
 # resident high-water mark stands for P in the same model as on a device (the module's docstring).
-HOST_MEMORY_VAR = "KERNEL_MCP_CPU_MEMORY_GIB"  # the memory CPU checks may assume, GiB (default: what is available)
+HOST_MEMORY_VAR = "KERNEL_MCP_CPU_MEMORY_GIB"  # the memory CPU checks may assume, GiB (default: the machine's)
 
 
 def host_refusal(footprint: Footprint) -> str:
     """Why this problem cannot be checked in this machine's memory ('' when it fits or was not measured)."""
-    available = host_available()
-    if not footprint.host_peak or not available:
+    total = host_total()
+    if not footprint.host_peak or not total:
         return ""
     need = Footprint(reference_peak=footprint.host_peak, inputs=footprint.inputs, outputs=footprint.outputs,
                      float64_outputs=footprint.float64_outputs).need(parked=False)
-    if need <= available:
+    if need <= total:
         return ""
-    return (f"checking this problem on the CPU needs about {need / GiB:.1f} GiB of memory and "
-            f"{available / GiB:.1f} GiB is available: the reference alone peaks at {footprint.host_peak / GiB:.1f} "
-            f"GiB, and the judge also keeps the inputs ({footprint.inputs / GiB:.1f} GiB) pristine, a copy for the "
-            f"candidate, the outputs and a float64 run. Use smaller shapes, or a GPU")
+    return (f"checking this problem on the CPU needs about {need / GiB:.1f} GiB of memory and this machine has "
+            f"{total / GiB:.1f} GiB: the reference alone peaks at {footprint.host_peak / GiB:.1f} GiB, and the "
+            f"judge also keeps the inputs ({footprint.inputs / GiB:.1f} GiB) pristine, a copy for the candidate, "
+            "the outputs and a float64 run. Use smaller shapes, or a GPU")
 
 
-def host_available() -> int | None:
-    """Bytes a check may use on this machine: ``KERNEL_MCP_CPU_MEMORY_GIB``, else available memory and free swap
-    (/proc/meminfo: what can be had before the out-of-memory killer acts); None where neither is known."""
+def host_total() -> int | None:
+    """Bytes a CPU check may have on this machine at most: ``KERNEL_MCP_CPU_MEMORY_GIB``, else its memory and swap
+    (/proc/meminfo), or less where this process's cgroup is limited (cgroup v2 memory.max): what is there when
+    nothing else runs, as the device's total is on a GPU, so that a busy machine never refuses a check that
+    fits; None where it is not known."""
     if os.environ.get(HOST_MEMORY_VAR):
         return int(float(os.environ[HOST_MEMORY_VAR]) * GiB)
     try:
         fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
-        return sum(int(fields[name].split()[0]) * 1024 for name in ("MemAvailable", "SwapFree"))
+        total = sum(int(fields[name].split()[0]) * 1024 for name in ("MemTotal", "SwapTotal"))
     except (OSError, KeyError, ValueError):
         return None
+    return min(total, _cgroup_limit() or total)
+
+
+def _cgroup_limit() -> int | None:
+    """This process's cgroup memory limit: v2's memory.max, else v1's memory.limit_in_bytes (a container's
+    limit); None where there is none ("max", or v1's near-2^63 "unlimited") or no cgroup file system."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, group = line.split(":", 2)
+        if controllers == "":
+            where = Path("/sys/fs/cgroup", group.lstrip("/"), "memory.max")
+        elif "memory" in controllers.split(","):
+            where = Path("/sys/fs/cgroup/memory", group.lstrip("/"), "memory.limit_in_bytes")
+        else:
+            continue
+        try:
+            limit = int(where.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit < 1 << 60:
+            return limit
+    return None
 
 
 def _reset_host_peak() -> int:

@@ -213,7 +213,11 @@ class JudgeProcess:
             self.read_fd = -1
 
     def close(self) -> None:
-        """End the judge (if still running), its whole tree, and every process carrying its run token."""
+        """End the judge (if still running), its whole tree, and every process carrying its run token. Once:
+        a second call must not kill a process id the system has since given to another process."""
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
         self.close_pipes()
         fork_client.end(self.proc)
         proctree.kill_by_token(self.token)  # candidate processes that escaped the tree (killed the judge...)

@@ -72,8 +72,8 @@ class LocalRunner(UnsealedTargets):
 
     def _run_judge(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult] | type[ProfileResult],
                    problem: Problem, device: str, timeout: float, say: ProgressFn) -> CheckResult | ProfileResult:
-        """Boot, admission to the device, the run. A check shares the device (``_shared``); one that ran out of
-        device memory there runs again alone, so that neighbours' memory never decides a verdict."""
+        """Boot, admission to the device, the run. A check shares the device (``_shared``); one whose judge ran out
+        of device memory there before any candidate code ran (``lease.ran_short``) runs again alone."""
         ready = judge.wait_ready(BOOT_TIMEOUT_S, say)
         if ready.device is None:
             raise UsageError(ready.error)
@@ -85,6 +85,7 @@ class LocalRunner(UnsealedTargets):
         if not (ready.device.is_gpu and lease.ran_short(result)):
             return result
         say("it ran out of device memory beside other runs: running it again alone on the device", 0, 0)
+        judge.close()  # its processes and their memory gone before the device is held alone
         return self._again(device, request, model, ready.device, key, True, 0, timeout, say)
 
     def _shared(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult], resolved: Device,
