@@ -118,8 +118,9 @@ class FakeModelServer:
         raise NotImplementedError
 
     def summary(self) -> str:
-        """The request log in one line per request, for assertion messages."""
-        return "\n".join(f"{r.method} {r.path} {str(r.body)[:300]}" for r in self.requests)
+        """The request log in one line per request, for assertion messages: the tools each offered first (a client
+        that has not connected its MCP servers yet offers none of theirs), then the start of its body."""
+        return "\n".join(f"{r.method} {r.path} tools={_tool_names(r.body)} {str(r.body)[:300]}" for r in self.requests)
 
     def __enter__(self) -> FakeModelServer:
         self.thread.start()
@@ -128,3 +129,10 @@ class FakeModelServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def _tool_names(body) -> list[str]:
+    """The names of the tools a request offered (Anthropic's and OpenAI's layouts), [] for any other body."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    return [tool.get("name") or (tool.get("function") or {}).get("name", "?") for tool in tools or []
+            if isinstance(tool, dict)]
