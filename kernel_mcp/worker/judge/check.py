@@ -6,7 +6,7 @@ import hashlib
 
 import torch
 
-from kernel_mcp.problem import load_problem
+from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, Finding, MemoryUse
 from kernel_mcp.worker import lease
 from kernel_mcp.worker.isolation import check_namespaces, kernel_cache, mounts, sandbox
@@ -51,27 +51,36 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
     try:
         runtime = ReferenceRuntime(problem, device)
         needs = footprint.measure(runtime, problem.tests[0])
-        signs = runtime.probe_signed_inputs(problem.tests[0])
-    except torch.OutOfMemoryError as exc:
-        return (_outgrew(result, reserved, None, exc) if capped else _short(result, exc)), None
-    except Exception as exc:  # noqa: BLE001  (a broken reference is the problem's fault, reported as such)
-        result.verdict = "error: problem"
-        result.findings.append(Finding(code="problem_error", message=f"the reference ({problem.reference_file.name}) "
-                                       f"failed before any candidate ran: {type(exc).__name__}: {str(exc)[:2000]}"))
-        return result, None
-    if signs:
-        result.findings.append(signs)
-    refused = _fit(judging, runtime, needs, result)
+    except Exception as exc:  # noqa: BLE001  (out of memory, or a broken reference: the problem's fault)
+        return _reference_failed(result, problem, exc, reserved if capped else None), None
+    refused = _fit(judging, runtime, needs, result)  # before more runs of a reference the machine may not hold
     if refused:
         result.verdict = "error: too large"
         result.findings.append(Finding(code="too_large", message=refused))
         return result, None
+    try:
+        signs = runtime.probe_signed_inputs(problem.tests[0])
+    except Exception as exc:  # noqa: BLE001
+        return _reference_failed(result, problem, exc, reserved if capped else None), None
+    if signs:
+        result.findings.append(signs)
     if capped:
         need = result.memory.check_need_bytes if result.memory else None
         if need and lease.need_from_measure(need) > reserved:
             return _outgrew(result, reserved, need, None), None
         footprint.hold_to(None, device)  # the caller's reservation now covers the measured need
     return result, runtime
+
+
+def _reference_failed(result: CheckResult, problem: Problem, exc: Exception, capped_to: int | None) -> CheckResult:
+    """The reference's run before any candidate raised: out of memory (beyond a first run's cap, or for want of
+    room beside other runs), or the problem's own error, reported as such."""
+    if isinstance(exc, torch.OutOfMemoryError):
+        return _outgrew(result, capped_to, None, exc) if capped_to else _short(result, exc)
+    result.verdict = "error: problem"
+    result.findings.append(Finding(code="problem_error", message=f"the reference ({problem.reference_file.name}) "
+                                   f"failed before any candidate ran: {type(exc).__name__}: {str(exc)[:2000]}"))
+    return result
 
 
 def _short(result: CheckResult, exc: Exception) -> CheckResult:
