@@ -89,7 +89,8 @@ def _short(result: CheckResult, exc: Exception) -> CheckResult:
     result.verdict = "error: out of memory"
     result.findings.append(Finding(code=lease.SHORT, message=(
         f"the judge ran out of device memory running the reference, before any candidate code ran "
-        f"({str(exc).splitlines()[0][:300]}): other runs on the device hold more than they reserved")))
+        f"({str(exc).splitlines()[0][:300]}): other runs on the device hold more than they reserved, or, run alone, "
+        "the reference's own run does not fit the device")))
     return result
 
 
