@@ -21,6 +21,7 @@ so a problem is refused up front only when the candidate's call itself cannot fi
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
@@ -155,8 +156,7 @@ def host_refusal(footprint: Footprint) -> str:
     total = host_total()
     if not footprint.host_peak or not total:
         return ""
-    need = Footprint(reference_peak=footprint.host_peak, inputs=footprint.inputs, outputs=footprint.outputs,
-                     float64_outputs=footprint.float64_outputs).need(parked=False)
+    need = dataclasses.replace(footprint, reference_peak=footprint.host_peak).need(parked=False)
     if need <= total:
         return ""
     return (f"checking this problem on the CPU needs about {need / GiB:.1f} GiB of memory and this machine has "

@@ -48,6 +48,7 @@ class JudgeProcess:
         self.ready: Ready | None = None
         self.started = time.monotonic()
         self._buffer = b""
+        self._closed = False
         self.on_memory_need: Callable[[int], None] | None = None  # the runner resizes its lease reservation
         self.log = tempfile.TemporaryFile()
         # the fields of protocol.JudgeBoot, which the judge validates; written as plain JSON so that the judge
@@ -215,7 +216,7 @@ class JudgeProcess:
     def close(self) -> None:
         """End the judge (if still running), its whole tree, and every process carrying its run token. Once:
         a second call must not kill a process id the system has since given to another process."""
-        if getattr(self, "_closed", False):
+        if self._closed:
             return
         self._closed = True
         self.close_pipes()

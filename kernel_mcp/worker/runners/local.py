@@ -109,7 +109,7 @@ class LocalRunner(UnsealedTargets):
 
     def _again(self, device: str, request: JudgeRequest, model: type[CheckResult], resolved: Device, key: str,
                exclusive: bool, need: int, timeout: float, say: ProgressFn) -> CheckResult:
-        """The check once more, in a fresh judge (the first one has run a candidate)."""
+        """The check once more, in a fresh judge (a judge serves one request)."""
         again = JudgeProcess(device, pin=self.pin)
         try:
             again.wait_ready(BOOT_TIMEOUT_S, say)
