@@ -56,9 +56,16 @@ def _run(tmp_path, monkeypatch, policy, evaluations=6, during=None, start=None):
     return read(tmp_path / "run" / "journal.jsonl"), fake
 
 
-def _best_source(tmp_path, records):
-    best = [r.candidate_hash for r in records if r.kind == "promotion"][-1]
-    return (tmp_path / "run" / "workspace" / "candidates" / f"{best}.py").read_text()
+def _source(tmp_path, candidate_hash):
+    return (tmp_path / "run" / "workspace" / "candidates" / f"{candidate_hash}.py").read_text()
+
+
+def _believed_proposals(tmp_path, records):
+    """The sources of the proposals that passed with no integrity finding. A repair's target is a correct
+    kernel: whether a loaded machine also shows its gain as significant is the decision rule's business
+    (tests/test_decide.py), so these tests do not ask for the promotion."""
+    return [_source(tmp_path, r.candidate_hash) for r in records
+            if r.kind == "done" and r.role == "candidate" and r.believed]
 
 
 def _withhold_feedback(monkeypatch):
@@ -93,15 +100,14 @@ def _mismatch_fixer():
 def test_a_model_repairs_the_element_the_first_mismatch_names(tmp_path, monkeypatch):
     records, _ = _run(tmp_path, monkeypatch, _mismatch_fixer())
     assert [r.role for r in records if r.kind == "done"] == ["baseline", "candidate", "candidate"]
-    assert [r.how for r in records if r.kind == "promotion"] == ["baseline", "proposal"]
-    best = _best_source(tmp_path, records)
-    assert "BLOCK = 1024" in best and "a - b" not in best
+    [repaired] = _believed_proposals(tmp_path, records)
+    assert "BLOCK = 1024" in repaired and "a - b" not in repaired
 
 
 def test_without_the_mismatch_the_same_model_cannot_repair_it(tmp_path, monkeypatch):
     _withhold_feedback(monkeypatch)
     records, _ = _run(tmp_path, monkeypatch, _mismatch_fixer())
-    assert [r.how for r in records if r.kind == "promotion"] == ["baseline"]
+    assert _believed_proposals(tmp_path, records) == []
 
 
 BROKEN = "    c = tl.not_a_function(a)"
@@ -134,14 +140,14 @@ def test_a_model_repairs_the_line_a_build_error_names(tmp_path, monkeypatch):
     records, _ = _run(tmp_path, monkeypatch, _line_repairer())
     done = [r for r in records if r.kind == "done"]
     assert [d.verdict for d in done][1] == "compile failed"
-    assert [r.how for r in records if r.kind == "promotion"] == ["baseline", "proposal"]
-    assert "not_a_function" not in _best_source(tmp_path, records)
+    [repaired] = _believed_proposals(tmp_path, records)
+    assert "not_a_function" not in repaired and "BLOCK = 1024" in repaired
 
 
 def test_without_the_build_error_the_same_model_cannot_repair_it(tmp_path, monkeypatch):
     _withhold_feedback(monkeypatch)
     records, _ = _run(tmp_path, monkeypatch, _line_repairer())
-    assert [r.how for r in records if r.kind == "promotion"] == ["baseline"]
+    assert _believed_proposals(tmp_path, records) == []
 
 
 def _hint_follower(last, request):
@@ -165,7 +171,7 @@ def test_a_hint_given_mid_run_reaches_the_model_and_the_report(tmp_path, monkeyp
     records, fake = _run(tmp_path, monkeypatch, _hint_follower, during=_steer_after_first_turn(tmp_path / "run"))
     hints = [r for r in records if r.kind == "hint"]
     assert len(hints) == 1 and "BLOCK = 2048" in hints[0].text
-    assert "BLOCK = 2048" in _best_source(tmp_path, records)
+    assert any("BLOCK = 2048" in source for source in _believed_proposals(tmp_path, records))
     assert not list((tmp_path / "run" / "hints").glob("*.txt"))  # journaled once, then taken from the inbox
     text = report(tmp_path / "run").read_text()
     assert "Hint (record" in text and "as the hint says" in text
@@ -173,7 +179,7 @@ def test_a_hint_given_mid_run_reaches_the_model_and_the_report(tmp_path, monkeyp
 
 def test_without_the_hint_the_same_model_finds_nothing(tmp_path, monkeypatch):
     records, _ = _run(tmp_path, monkeypatch, _hint_follower)
-    assert [r.how for r in records if r.kind == "promotion"] == ["baseline"]
+    assert not any("BLOCK = 2048" in source for source in _believed_proposals(tmp_path, records))
 
 
 def test_a_kernel_that_games_the_listed_shapes_is_never_promoted(tmp_path, monkeypatch):
@@ -260,8 +266,9 @@ def test_a_model_picks_what_its_instruments_measured_and_each_call_is_charged(tm
     records, fake = _run(tmp_path, monkeypatch, _prober, evaluations=8)
     probes = [r for r in records if r.kind == "probe_done"]
     assert [(p.tool, p.charged) for p in probes] == [("profile", True), ("profile", True)]
-    assert "BLOCK = 1024" in _best_source(tmp_path, records)
-    assert [r.how for r in records if r.kind == "promotion"] == ["baseline", "proposal"]  # only propose promotes
+    [proposed] = _believed_proposals(tmp_path, records)
+    assert "BLOCK = 1024" in proposed
+    assert {r.how for r in records if r.kind == "promotion"} <= {"baseline", "proposal"}  # only propose promotes
     tools = [t["name"] for t in fake.requests[0].body["tools"]]
     assert tools[0] == "propose" and {"compile", "check", "profile", "roofline", "history", "diff"} <= set(tools)
     from kernel_mcp.agent.report.summary import summarize
@@ -274,7 +281,7 @@ def test_without_the_numbers_the_same_model_does_not_guess(tmp_path, monkeypatch
     from kernel_mcp.agent.loop import instruments
     monkeypatch.setattr(instruments, "run_lines", lambda *args, **kwargs: [])
     records, _ = _run(tmp_path, monkeypatch, _prober, evaluations=8)
-    assert [r.how for r in records if r.kind == "promotion"] == ["baseline"]
+    assert _believed_proposals(tmp_path, records) == []
 
 
 def test_an_instrument_call_answered_before_a_kill_is_never_run_again(tmp_path, monkeypatch):
