@@ -116,3 +116,40 @@ def test_a_host_slow_to_run_after_its_fork_still_goes_on():
     forever when the judge was already its parent: 4 checks in a 2-core suite run, more on 16 cores)."""
     done = run_as_judge(MANY, "8")
     assert done.returncode == 0 and done.stdout.strip() == "stuck []", (done.stdout, done.stderr[-3000:])
+
+
+SERVED = """
+from pathlib import Path
+import torch
+from kernel_mcp.worker import lease
+from kernel_mcp.worker.judge.hosts import Hosts
+from kernel_mcp.worker.judge.main import _harness_failure
+from kernel_mcp.worker.protocol import JudgeRequest
+problem, candidate = Path(sys.argv[1]), Path(sys.argv[2])
+assert host_factory.start(), "the factory did not start"
+request = JudgeRequest(mode="check", problem=str(problem), candidate=str(candidate))
+oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+hosts = Hosts("cpu", "ab" * 16, False, 1)
+hosts.warm("cpu")
+session = hosts.take()
+session.load(candidate, [problem, problem.parent], {})
+assert session.start(120) is None, "the candidate did not import"
+before = _harness_failure(request, oom, hosts.served())
+reply = session.call(0, (torch.ones(1000), torch.ones(1000)), 120)
+assert reply.kind == "output" and torch.equal(reply.output, torch.full((1000,), 2.0)), reply
+after = _harness_failure(request, oom, hosts.served())
+session.close()
+print(json.dumps([[f.code for f in result.findings] + [result.verdict] for result in (before, after)]))
+"""
+
+
+def test_the_judge_out_of_memory_is_run_again_alone_only_before_a_candidate_is_sent_an_input():
+    """The judge's own OutOfMemoryError, before any host was sent an input (the candidate imported, nothing
+    served): `short_of_memory`, which the runner runs again alone (lease.ran_short); once a host has been sent
+    one, the candidate could have filled the device on purpose, and the error stands (`out_of_memory`). A real
+    host, loaded with vector_add's baseline and called once."""
+    done = run_as_judge("import json\n" + SERVED, str(PROBLEMS / "vector_add"), str(PROBLEMS / "vector_add" / "baseline.py"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    before, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert before == ["short_of_memory", "error: out of memory"], before
+    assert after == ["out_of_memory", "error: out of memory"], after

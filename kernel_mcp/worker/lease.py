@@ -43,7 +43,7 @@ MEMORY_BUDGET = 0.9  # share of a GPU's memory that admitted checks may reserve 
 FIRST_SHARE = 0.25
 ALONE = 1.0
 OUTGREW = "outgrew_first_reservation"  # finding: a first run needs more than its first share
-SHORT = "short_of_memory"  # finding: the judge found no room for the reference's run, before any candidate ran
+SHORT = "short_of_memory"  # finding: the judge ran out of device memory before any candidate was sent an input
 NEED_MARGIN = 1.25  # a measured peak is reserved with this much to spare
 MIN_NEED = 256 << 20  # bytes: what a judge and a candidate host allocate beside their contexts, at least
 CONTEXTS_BYTES = 2 * (600 << 20)  # a judge's and a candidate host's CUDA contexts (~0.5 GiB each on an H200)
@@ -199,11 +199,12 @@ def measured_need(device: Device, problem_key: str) -> int | None:
 
 
 def ran_short(result) -> bool:
-    """Did a check that shared the device end because its judge found no room for the reference's run, before
-    any candidate code ran (``SHORT``)? Reservations are estimates, and a neighbour can hold more than it
-    reserved (torch's cache keeps freed blocks). Only then is it run again alone: a shortage once a candidate has
-    been served could be the candidate's own doing (it can fill the device, or raise the error by name), and a
-    rerun would grant it fresh secret inputs. ``result``: a CheckResult."""
+    """Did a check that shared the device end because its judge ran out of device memory before any candidate
+    was sent an input (``SHORT``: the reference's runs, or the first case's preparation)? Reservations are
+    estimates, and a neighbour can hold more than it reserved (torch's cache keeps freed blocks). Only then is it
+    run again alone: a shortage once a candidate has been served could be the candidate's own doing (it can fill
+    the device, or raise the error by name), and a rerun would grant it fresh secret inputs; before that, it has
+    seen none. ``result``: a CheckResult."""
     return any(f.code == SHORT for f in result.findings)
 
 

@@ -12,6 +12,7 @@ class Hosts:
         self.kind, self.run_token, self.profiler = device_kind, run_token, profiler
         self.device = ""  # set by warm(): hosts started later are warmed at once
         self.waiting = [self._start() for _ in range(count)]
+        self.taken: list[CandidateSession] = []
 
     def _start(self) -> CandidateSession:
         session = CandidateSession(self.kind, self.run_token, self.profiler)
@@ -38,7 +39,13 @@ class Hosts:
 
     def take(self) -> CandidateSession:
         """A host started earlier, else a new one (the caller closes it)."""
-        return self.waiting.pop(0) if self.waiting else self._start()
+        session = self.waiting.pop(0) if self.waiting else self._start()
+        self.taken.append(session)
+        return session
+
+    def served(self) -> bool:
+        """Has any candidate been sent an input (a call or a timed call) in this judge?"""
+        return any(session.served for session in self.taken)
 
     def prestart(self) -> None:
         """Start one more host now (a baseline will need it), booting while other work goes on."""

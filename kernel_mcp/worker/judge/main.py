@@ -85,7 +85,7 @@ def serve(reporter: Reporter, device: Device, hosts: Hosts) -> None:
         try:
             result = run(Judging(request, device, hosts, reporter))
         except Exception as exc:  # noqa: BLE001  (a harness failure is reported, never mistaken for a pass)
-            result = _harness_failure(request, exc)
+            result = _harness_failure(request, exc, hosts.served())
     result.seconds = round(time.monotonic() - started, 3)
     result.provenance = provenance_of(device)
     estimate = _note_judge_peak(result, device)
@@ -95,7 +95,16 @@ def serve(reporter: Reporter, device: Device, hosts: Hosts) -> None:
     reporter.send(Final(result=result.model_dump(), peak_memory_bytes=peak))
 
 
-def _harness_failure(request: JudgeRequest, exc: Exception) -> CheckResult | ProfileResult:
+def _harness_failure(request: JudgeRequest, exc: Exception, served: bool) -> CheckResult | ProfileResult:
+    """A failure of the judge itself. ``served``: had a candidate been sent an input? Out of device memory before
+    that (neighbours holding more than they reserved, or an estimate short of the problem's real need), the caller
+    may run the check again alone: the candidate saw no input, so fresh ones buy it nothing. After it, the
+    candidate may have caused the shortage (filling the device on an input it gets wrong), and the error stands."""
+    if type(exc).__name__ == "OutOfMemoryError" and not served:
+        return failed(request, "error: out of memory", Finding(code=lease.SHORT, message=(
+            f"the judge ran out of device memory before any candidate was sent an input "
+            f"({str(exc).splitlines()[0][:400]}): other runs on the device hold more than they reserved, or the "
+            "problem needs more than its estimate")))
     if type(exc).__name__ == "OutOfMemoryError":  # torch's, raised in the judge: says nothing of the candidate
         return failed(request, "error: out of memory", Finding(code="out_of_memory", message=(
             f"the judge ran out of device memory ({str(exc).splitlines()[0][:400]}): other processes hold the "

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -96,6 +96,7 @@ class CandidateSession:
 
     def __init__(self, device_kind: str, run_token: str, profiler: bool = False):
         self.device, self.run_token, self.booted, self.cache_key = device_kind, run_token, False, ""
+        self.served = False  # set once the host is sent an input (_request)
         self.boot_failure: Reply | None = None
         self.ready_info: dict = {}
         self.sealed_paths: list[Path] = []
@@ -217,10 +218,8 @@ class CandidateSession:
         return message
 
     def _crashed(self) -> Reply:
-        try:
+        with suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         # what the candidate printed stays in log_tail (untrusted); the message is the harness's own words
         return Reply("crash", message=_describe_exit(self.proc.returncode) + " (its output: see log_tail)")
 
@@ -261,6 +260,7 @@ class CandidateSession:
         return self._as_error(message, "call")
 
     def _request(self, message: tuple, timeout: float) -> Reply | tuple:
+        self.served = True  # a call's input: from now on the candidate may have seen a case (judge/main.py)
         try:
             with self._watchdog(timeout):  # a candidate that stops reading must not block the judge
                 self.conn.send(message)
@@ -285,10 +285,8 @@ class CandidateSession:
             self.conn.send(("exit",))
         except OSError:
             pass
-        try:
+        with suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pass
         proctree.kill_tree(self.proc.pid)
         proctree.kill_by_token(self.run_token)
         self.proc.wait()

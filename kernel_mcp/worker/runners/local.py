@@ -73,7 +73,7 @@ class LocalRunner(UnsealedTargets):
     def _run_judge(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult] | type[ProfileResult],
                    problem: Problem, device: str, timeout: float, say: ProgressFn) -> CheckResult | ProfileResult:
         """Boot, admission to the device, the run. A check shares the device (``_shared``); one whose judge ran out
-        of device memory there before any candidate code ran (``lease.ran_short``) runs again alone."""
+        of device memory there before any candidate was sent an input (``lease.ran_short``) runs again alone."""
         ready = judge.wait_ready(BOOT_TIMEOUT_S, say)
         if ready.device is None:
             raise UsageError(ready.error)
