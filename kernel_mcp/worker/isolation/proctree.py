@@ -91,6 +91,18 @@ def running(pids: list[int]) -> list[int]:
     return [pid for pid in pids if _state(pid) not in ("gone", "Z")]
 
 
+def status_field(pid: int | str, name: str) -> list[str] | None:
+    """The values of one line of ``/proc/<pid>/status`` (``pid`` may be "self"), e.g. ``["1024", "kB"]`` for
+    VmRSS; None where the process or the line is not there."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(name + ":"):
+                return line.split()[1:]
+    except OSError:
+        pass
+    return None
+
+
 def _state(pid: int) -> str:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

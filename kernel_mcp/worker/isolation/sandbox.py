@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernel_mcp.files import CACHE_VAR, cache_root
-from kernel_mcp.worker.isolation import folders, kernel_cache, mounts, syscalls
+from kernel_mcp.worker.isolation import folders, kernel_cache, mounts, proctree, syscalls
 from kernel_mcp.worker.isolation.kernel_cache import scratch_env
 from kernel_mcp.worker.isolation.proctree import RUN_TOKEN_VAR
 
@@ -263,27 +263,16 @@ def _probe_seal(paths: tuple[str, ...]) -> bool:
     return probe.returncode == 0
 
 
-def in_own_pid_namespace(pid: int) -> bool:
+def in_own_pid_namespace(pid: int | str) -> bool:
     """True if ``pid`` is PID 1 of a namespace nested in ours (read from /proc: trusted)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("NSpid:"):
-                ids = line.split()[1:]
-                return len(ids) > 1 and ids[-1] == "1"
-    except OSError:
-        pass
-    return False
+    ids = proctree.status_field(pid, "NSpid") or []
+    return len(ids) > 1 and ids[-1] == "1"
 
 
-def has_capability(pid: int, cap: int) -> bool:
+def has_capability(pid: int | str, cap: int) -> bool:
     """Read another process's effective capabilities from /proc (trusted observation)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("CapEff:"):
-                return bool(int(line.split()[1], 16) >> cap & 1)
-    except OSError:
-        pass
-    return False
+    effective = proctree.status_field(pid, "CapEff")
+    return bool(effective) and bool(int(effective[0], 16) >> cap & 1)
 
 
 def default_address_space_limit() -> int:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from kernel_mcp.worker import tensors
+from kernel_mcp.worker.isolation import proctree
 
 if TYPE_CHECKING:
     from kernel_mcp.worker.judge.reference import ReferenceRuntime
@@ -215,7 +216,5 @@ def _reset_host_peak() -> int:
 
 
 def _status_bytes(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    return 0
+    """A size field of this process's /proc status (VmRSS, VmHWM: kB), in bytes; 0 where it is not there."""
+    return int((proctree.status_field("self", field) or ["0"])[0]) * 1024
