@@ -39,5 +39,9 @@ def _memory() -> str:
     torch = sys.modules.get("torch")  # never imported for a trace
     if torch is None or not torch.cuda.is_initialized():
         return ""
+    # reserved: what the caching allocator holds of the device (its cache and private pools too), which is what
+    # runs out; allocated: what live tensors take
     return (f" [device memory {torch.cuda.memory_allocated() / 2**30:.2f} GiB, "
-            f"peak {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB]")
+            f"peak {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB, "
+            f"reserved {torch.cuda.memory_reserved() / 2**30:.2f} GiB, "
+            f"peak reserved {torch.cuda.max_memory_reserved() / 2**30:.2f} GiB]")
