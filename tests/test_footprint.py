@@ -47,6 +47,24 @@ def test_an_output_heavy_check_parks_its_float64_outputs_to_stay_near_3x_the_ref
     assert not small.tight(141 << 30)  # below 1 GiB nothing is parked: the device is not what limits it
 
 
+def test_a_models_weights_count_four_times_and_do_not_make_a_check_tight():
+    """KernelBench 59_Matmul_Swish_Scaling: 4 GiB of weights, 16 MiB in and out. The judge holds the model and
+    its float64 twin (12 GiB, its measured peak 12.4 GiB on an H100), the candidate its ModelNew (4 GiB): the
+    need covers all four copies, where the reference's peak alone counted them twice. Parking moves inputs
+    and outputs, not weights, so the weights alone never make the check tight."""
+    GiB, MiB = 1 << 30, 1 << 20
+    weights = 4 * GiB
+    needs = footprint.Footprint(reference_peak=weights + 90 * MiB, inputs=16 * MiB, outputs=16 * MiB,
+                                float64_outputs=32 * MiB, weights=weights)
+    assert needs.need(parked=False) >= 4 * weights + 90 * MiB
+    assert needs.call_need >= 4 * weights
+    assert not needs.tight(141 * GiB)
+    bare = footprint.Footprint(reference_peak=weights + 90 * MiB, inputs=16 * MiB, outputs=16 * MiB,
+                               float64_outputs=32 * MiB)
+    assert bare.need(parked=False) < 3 * weights  # what the model said before the weights were counted
+    assert "weights (4.0 GiB) are held four times over" in footprint.refusal(needs, 12 * GiB)
+
+
 def test_the_measurement_counts_the_references_inputs_and_outputs(tmp_path):
     problem, _, _ = kernelbench_files(tmp_path, SOFTMAX, "def forward(self, x):\n    return x\n")
     needs = footprint.measure(ReferenceRuntime(load_problem(problem), "cpu"), {"seed": 1})

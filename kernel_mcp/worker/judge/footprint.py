@@ -11,6 +11,12 @@ peaks at the larger of two moments:
 * the float64 reference: the pristine inputs and a float64 run (about 2*P), beside the output the
   candidate keeps until the judge's next call: I + 2*P + O (2*P + O with the inputs parked, below).
 
+A KernelBench model's weights W (inside P once) are held for the whole check in four copies: the judge's
+model, its float64 twin (2*W) and the candidate's ModelNew. The call adds the three P does not count (3*W),
+the float64 run the two 2*P does not (the judge's task-dtype model and ModelNew: 2*W). Without them a
+weight-heavy problem reserved half of what it took (59_Matmul_Swish_Scaling, 4 GiB of weights: 8.3 GiB
+estimated, the judge alone at 12.4 GiB; H100, 2026-12-06).
+
 A check that would need more than KEEP_SHARE of the device with everything kept there, or (a reference
 peaking at RATIO_FROM or more) more than MEMORY_RATIO times the reference's own peak, is *tight*: its
 float64 expected outputs, and its pristine inputs while the float64 run has the device, wait in pinned
@@ -55,6 +61,7 @@ class Footprint:
     float64_outputs: int = 0  # bytes of the float64 expected outputs of one case
     reference_seconds: float = 0.0  # wall time of making the inputs and running the reference once
     host_peak: int = 0  # bytes: on a CPU, the reference's run's resident-memory high-water mark above its start
+    weights: int = 0  # bytes: a KernelBench model's parameters and buffers in the task dtype (in reference_peak)
 
     def call_timeout(self, declared: float) -> float:
         """Seconds a candidate's call may take: the task's timeout, or more for a problem whose own
@@ -67,10 +74,10 @@ class Footprint:
 
     @property
     def call_need(self) -> int:
-        return self.reference_peak + self.inputs + 2 * self.outputs
+        return self.reference_peak + self.inputs + 2 * self.outputs + 3 * self.weights
 
     def need(self, parked: bool) -> int:
-        float64_run = (0 if parked else self.inputs) + 2 * self.reference_peak + self.outputs
+        float64_run = (0 if parked else self.inputs) + 2 * self.reference_peak + self.outputs + 2 * self.weights
         return max(self.call_need, float64_run) + (0 if parked else self.float64_outputs)
 
     def tight(self, total_bytes: int | None) -> bool:
@@ -79,7 +86,8 @@ class Footprint:
         if not total_bytes:
             return False
         kept = self.need(parked=False)
-        over_ratio = self.reference_peak >= RATIO_FROM and kept > MEMORY_RATIO * self.reference_peak
+        # the weights' other three copies stay on the device whatever is parked: they do not count toward the ratio
+        over_ratio = self.reference_peak >= RATIO_FROM and kept - 3 * self.weights > MEMORY_RATIO * self.reference_peak
         return kept > KEEP_SHARE * total_bytes or over_ratio
 
 
@@ -99,7 +107,7 @@ def measure(runtime: ReferenceRuntime, test: dict) -> Footprint:
     else:
         resident = _reset_host_peak()
     data = runtime.generate(test)
-    inputs = _nbytes(data)
+    inputs, weights = _nbytes(data), runtime.weight_bytes()
     out = tensors.floats_as_tensors(runtime.ref_kernel(data))
     outputs = _nbytes(out)
     copies = 2 if runtime.problem.spec.tolerance.magnitude == "abs_inputs" else 1
@@ -109,13 +117,13 @@ def measure(runtime: ReferenceRuntime, test: dict) -> Footprint:
         # above what stays resident after the run too: lazy imports and a library's first-use set-up are not the
         # problem's size, and the model would charge them two or three times
         kept = max(resident, _status_bytes("VmRSS"))
-        host_peak = max(0, _status_bytes("VmHWM") - kept) + runtime.weight_bytes() if resident else 0
+        host_peak = max(0, _status_bytes("VmHWM") - kept) + weights if resident else 0
         return Footprint(reference_peak=0, inputs=inputs, outputs=outputs, float64_outputs=float64,
-                         reference_seconds=time.perf_counter() - started, host_peak=host_peak)
+                         reference_seconds=time.perf_counter() - started, host_peak=host_peak, weights=weights)
     torch.cuda.synchronize(runtime.device)
     peak = torch.cuda.max_memory_allocated(runtime.device) - held
-    return Footprint(reference_peak=peak + runtime.weight_bytes(), inputs=inputs, outputs=outputs,
-                     float64_outputs=float64, reference_seconds=time.perf_counter() - started)
+    return Footprint(reference_peak=peak + weights, inputs=inputs, outputs=outputs, float64_outputs=float64,
+                     reference_seconds=time.perf_counter() - started, weights=weights)
 
 
 def hold_to(cap_bytes: int | None, device: str) -> int | None:
@@ -142,7 +150,9 @@ def refusal(footprint: Footprint, total_bytes: int | None) -> str:
             f"the device has {total_bytes / GiB:.1f} GiB: the reference alone peaks at "
             f"{footprint.reference_peak / GiB:.1f} GiB, and while the candidate runs the judge also keeps the "
             f"inputs ({footprint.inputs / GiB:.1f} GiB) pristine and the output ({footprint.outputs / GiB:.1f} "
-            "GiB) to compare with. Use smaller shapes")
+            "GiB) to compare with" + (f", and the model's weights ({footprint.weights / GiB:.1f} GiB) are held four "
+                                      "times over: the judge's, their float64 twin and the candidate's"
+                                      if footprint.weights else "") + ". Use smaller shapes")
 
 
 # --- a check on the CPU: refused up front where the machine's memory cannot hold it -------------------------
