@@ -116,7 +116,10 @@ def _harness_failure(request: JudgeRequest, exc: Exception, served: bool) -> Che
 def _note_judge_peak(result: CheckResult | ProfileResult, device: Device) -> int | None:
     """Notes the judge's own allocator high-water mark, from the reference's measured first run on (see
     footprint.measure), beside the estimate the check started from. Returns the run's peak on the device
-    as it will be reserved next time: the judge's, a candidate run like the reference's own, two contexts."""
+    as it will be reserved next time: the judge's, a candidate run like the reference's own, two contexts.
+    The judge's share counts what its allocator held of the device at its peak (reserved: live tensors, and
+    the cached blocks a neighbour's run cannot have), not only what its tensors took: blocks of one size freed
+    and a larger one asked for leave both held (an 8 GiB input parked, then its 16 GiB float64 copy made)."""
     check = result if isinstance(result, CheckResult) else result.check
     if check is None or check.memory is None or not device.is_gpu:
         return None
@@ -124,7 +127,8 @@ def _note_judge_peak(result: CheckResult | ProfileResult, device: Device) -> int
 
     memory = check.memory
     memory.judge_peak_bytes = int(torch.cuda.max_memory_allocated(device.index))
-    return memory.judge_peak_bytes + (memory.reference_peak_bytes or 0) + lease.CONTEXTS_BYTES
+    held = max(memory.judge_peak_bytes, int(torch.cuda.max_memory_reserved(device.index)))
+    return held + (memory.reference_peak_bytes or 0) + lease.CONTEXTS_BYTES
 
 
 def private_caches() -> str:
