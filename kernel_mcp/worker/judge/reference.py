@@ -22,7 +22,7 @@ from kernel_mcp.results import Finding
 from kernel_mcp.worker import kernelbench, tensors, trace
 from kernel_mcp.worker.inputs import ProblemInputs
 from kernel_mcp.worker.judge import expected_leaves, float64_run, roles, shared_truth
-from kernel_mcp.worker.judge.parking import inputs_parked, park, run_parked
+from kernel_mcp.worker.judge.parking import inputs_parked, park, release_device_memory, run_parked
 from kernel_mcp.worker.judge.reduction_trace import Terms
 from kernel_mcp.worker.judge.shared_truth import SharedTruth, Truth
 from kernel_mcp.worker.judge.tolerance import Expected, inferred_reduction_length
@@ -171,6 +171,9 @@ class ReferenceRuntime(ProblemInputs):
         truth = self._stored_truth(key) if key else None
         if truth is None:
             with inputs_parked(pristine, self.tight_memory) as parked, run_parked(case.run, self.tight_memory):
+                # the parked tensors' blocks back to the device: the float64 run asks for blocks twice their size,
+                # which cached ones cannot serve, and cached they would hold memory no neighbour can have
+                release_device_memory(self.device, self.tight_memory)
                 truth = self._float64_truth(pristine, after, self.device if parked else None, bool(key))
             if key:
                 needs_magnitude = self.problem.spec.tolerance.magnitude == "abs_inputs"
