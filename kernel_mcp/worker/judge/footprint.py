@@ -11,6 +11,10 @@ peaks at the larger of two moments:
 * the float64 reference: the pristine inputs and a float64 run (about 2*P), beside the output the
   candidate keeps until the judge's next call: I + 2*P + O (2*P + O with the inputs parked, below).
 
+On a GPU the copy shared with the candidate comes from a private pool (judge/reference.py) that keeps its
+blocks once freed, so the float64 moment also holds I there (4_Matrix_vector_multiplication_, 8 GiB in: the
+judge held 26 GiB at its peak, 8 of them in that pool; H100, 2026-12-06).
+
 A KernelBench model's weights W (inside P once) are held for the whole check in four copies: the judge's
 model, its float64 twin (2*W) and the candidate's ModelNew. The call adds the three P does not count (3*W),
 the float64 run the two 2*P does not (the judge's task-dtype model and ModelNew: 2*W). Without them a
@@ -62,6 +66,7 @@ class Footprint:
     reference_seconds: float = 0.0  # wall time of making the inputs and running the reference once
     host_peak: int = 0  # bytes: on a CPU, the reference's run's resident-memory high-water mark above its start
     weights: int = 0  # bytes: a KernelBench model's parameters and buffers in the task dtype (in reference_peak)
+    pooled: int = 0  # bytes the share pool keeps reserved between calls (the inputs, on a GPU)
 
     def call_timeout(self, declared: float) -> float:
         """Seconds a candidate's call may take: the task's timeout, or more for a problem whose own
@@ -77,7 +82,8 @@ class Footprint:
         return self.reference_peak + self.inputs + 2 * self.outputs + 3 * self.weights
 
     def need(self, parked: bool) -> int:
-        float64_run = (0 if parked else self.inputs) + 2 * self.reference_peak + self.outputs + 2 * self.weights
+        float64_run = ((0 if parked else self.inputs) + self.pooled + 2 * self.reference_peak + self.outputs
+                       + 2 * self.weights)
         return max(self.call_need, float64_run) + (0 if parked else self.float64_outputs)
 
     def tight(self, total_bytes: int | None) -> bool:
@@ -123,7 +129,8 @@ def measure(runtime: ReferenceRuntime, test: dict) -> Footprint:
     torch.cuda.synchronize(runtime.device)
     peak = torch.cuda.max_memory_allocated(runtime.device) - held
     return Footprint(reference_peak=peak + weights, inputs=inputs, outputs=outputs, float64_outputs=float64,
-                     reference_seconds=time.perf_counter() - started, weights=weights)
+                     reference_seconds=time.perf_counter() - started, weights=weights,
+                     pooled=inputs if runtime.pooled_shares else 0)
 
 
 def hold_to(cap_bytes: int | None, device: str) -> int | None:

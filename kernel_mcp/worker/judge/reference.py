@@ -92,6 +92,11 @@ class ReferenceRuntime(ProblemInputs):
             return tensors.clone(pristine)
 
     @property
+    def pooled_shares(self) -> bool:
+        """Do shared copies come from the private pool (which keeps its blocks reserved once they are freed)?"""
+        return self._share_pool is not None
+
+    @property
     def shares_isolated_memory(self) -> bool:
         return self._share_pool is not None or not self.device.startswith("cuda")
 
