@@ -65,6 +65,20 @@ def test_a_models_weights_count_four_times_and_do_not_make_a_check_tight():
     assert "weights (4.0 GiB) are held four times over" in footprint.refusal(needs, 12 * GiB)
 
 
+def test_the_share_pools_copy_of_the_inputs_counts_in_the_float64_moment_and_not_toward_tightness():
+    """4_Matrix_vector_multiplication_ (8 GiB in, H100): the private pool the shared inputs come from kept its
+    8 GiB through the float64 run, which the estimate (16.1 GiB) left out; the judge's allocator held 26 GiB.
+    Parking cannot move that copy, so it does not make a check tight."""
+    GiB = 1 << 30
+    plain = footprint.Footprint(reference_peak=8 * GiB, inputs=8 * GiB, outputs=8 << 10, float64_outputs=16 << 10)
+    pooled = footprint.Footprint(reference_peak=8 * GiB, inputs=8 * GiB, outputs=8 << 10, float64_outputs=16 << 10,
+                                 pooled=8 * GiB)
+    assert pooled.need(parked=True) >= 24 * GiB > plain.need(parked=True) + 7 * GiB
+    assert pooled.call_need == plain.call_need  # the shared copy is inside the candidate's run already
+    for total in (80 * GiB, 141 * GiB, 400 * GiB):
+        assert pooled.tight(total) == plain.tight(total)
+
+
 def test_the_measurement_counts_the_references_inputs_and_outputs(tmp_path):
     problem, _, _ = kernelbench_files(tmp_path, SOFTMAX, "def forward(self, x):\n    return x\n")
     needs = footprint.measure(ReferenceRuntime(load_problem(problem), "cpu"), {"seed": 1})

@@ -91,9 +91,9 @@ class Footprint:
         memory given back between calls)?"""
         if not total_bytes:
             return False
-        kept = self.need(parked=False)
-        # the weights' other three copies stay on the device whatever is parked: they do not count toward the ratio
-        over_ratio = self.reference_peak >= RATIO_FROM and kept - 3 * self.weights > MEMORY_RATIO * self.reference_peak
+        # judged on what parking can move: the weights' other copies and the share pool stay on the device anyway
+        kept = dataclasses.replace(self, weights=0, pooled=0).need(parked=False)
+        over_ratio = self.reference_peak >= RATIO_FROM and kept > MEMORY_RATIO * self.reference_peak
         return kept > KEEP_SHARE * total_bytes or over_ratio
 
 
