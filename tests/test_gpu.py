@@ -189,7 +189,8 @@ def get_init_inputs():
             assert time.monotonic() < deadline, said
             time.sleep(0.05)
         free, _ = torch.cuda.mem_get_info()
-        neighbour = torch.empty(free - total // 20, dtype=torch.uint8, device="cuda")  # less than the reference alone needs
+        # what it leaves free is less than the reference alone needs
+        neighbour = torch.empty(free - total // 20, dtype=torch.uint8, device="cuda")
         assert alone.wait(timeout=120), said
         del neighbour
         torch.cuda.empty_cache()

@@ -148,7 +148,8 @@ def test_the_judge_out_of_memory_is_run_again_alone_only_before_a_candidate_is_s
     served): `short_of_memory`, which the runner runs again alone (lease.ran_short); once a host has been sent
     one, the candidate could have filled the device on purpose, and the error stands (`out_of_memory`). A real
     host, loaded with vector_add's baseline and called once."""
-    done = run_as_judge("import json\n" + SERVED, str(PROBLEMS / "vector_add"), str(PROBLEMS / "vector_add" / "baseline.py"))
+    vector_add = PROBLEMS / "vector_add"
+    done = run_as_judge("import json\n" + SERVED, str(vector_add), str(vector_add / "baseline.py"))
     assert done.returncode == 0, done.stderr[-3000:]
     before, after = json.loads(done.stdout.strip().splitlines()[-1])
     assert before == ["short_of_memory", "error: out of memory"], before

@@ -236,10 +236,10 @@ def test_two_cli_runs_on_one_device_queue(cache, tmp_path):
 
 def test_only_a_check_short_of_memory_before_any_candidate_is_run_again_alone():
     """What the runner runs again alone (the GPU test beside it: tests/test_gpu.py; where the judge says so:
-    tests/test_host_factory.py): a judge that ran out of device memory before any candidate was sent an input. Not the candidate's call raising torch's
-    OutOfMemoryError (its own message, or memory it filled itself: a rerun would grant it fresh secret inputs),
-    not the judge's shortage once candidates ran, not a first run that outgrew its share (run again with its
-    need)."""
+    tests/test_host_factory.py): a judge that ran out of device memory before any candidate was sent an input.
+    Not the candidate's call raising torch's OutOfMemoryError (its own message, or memory it filled itself: a
+    rerun would grant it fresh secret inputs), not the judge's shortage once candidates ran, not a first run
+    that outgrew its share (run again with its need)."""
     from kernel_mcp.results import CaseResult, CheckResult, Finding
 
     def result(findings=(), failure="", message=""):
