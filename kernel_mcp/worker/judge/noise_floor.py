@@ -24,6 +24,22 @@ def group_size(shape: tuple[int, ...]) -> int:
     return row * max(1, -(-GROUP_MIN // row))
 
 
+def group_sums(values: torch.Tensor, start: int, size: int) -> tuple[int, torch.Tensor]:
+    """(first group, per-group sums) of a flat piece that begins at element ``start``: a partial group at either
+    end, whole groups summed as rows. index_add_ summed one atomic add per element into a handful of addresses
+    (a row of 393,216 elements is one group): contended, and the order of float64 additions changed from run to
+    run; this is one reduction per group, in a fixed order."""
+    first, length = start // size, values.numel()
+    head = min(length, (first + 1) * size - start)  # up to the first group's end (the whole group when aligned)
+    parts = [values[:head].sum().reshape(1)]
+    whole = (length - head) // size
+    if whole:
+        parts.append(values[head:head + whole * size].reshape(whole, size).sum(1))
+    if head + whole * size < length:
+        parts.append(values[head + whole * size:].sum().reshape(1))
+    return first, torch.cat(parts)
+
+
 def honest_noise(pieces: Iterable, u_out: float, size: int, paired: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Per group of ``size`` elements: the RMS of the task-dtype reference's error beyond its own output
     rounding (the accumulation noise an honest computation of this op makes on these inputs; 0 for exact
@@ -33,13 +49,13 @@ def honest_noise(pieces: Iterable, u_out: float, size: int, paired: bool = True)
     groups = max(1, -(-pieces.n // size))
     squares = torch.zeros(groups, dtype=torch.float64, device=pieces.device)
     ref_squares = torch.zeros_like(squares)
-    counts = torch.zeros_like(squares)
     for start, _, ref, honest, _ in pieces:
-        ids = group_ids(start, ref.numel(), size, pieces.device)
         if paired:
             excess = ((honest.to(torch.float64) - ref).abs() - u_out * ref.abs()).clamp(min=0.0)
-            squares.index_add_(0, ids, torch.where(torch.isfinite(excess), excess, 0.0).square())
-        ref_squares.index_add_(0, ids, torch.where(torch.isfinite(ref), ref, 0.0).square())
-        counts.index_add_(0, ids, torch.ones_like(ref))
-    counts = counts.clamp(min=1.0)
+            first, sums = group_sums(torch.where(torch.isfinite(excess), excess, 0.0).square(), start, size)
+            squares[first:first + sums.numel()] += sums
+        first, sums = group_sums(torch.where(torch.isfinite(ref), ref, 0.0).square(), start, size)
+        ref_squares[first:first + sums.numel()] += sums
+    counts = torch.full_like(squares, float(size))
+    counts[-1] = float(pieces.n - (groups - 1) * size) if pieces.n else 1.0  # the last group may be short
     return (squares / counts).sqrt(), (ref_squares / counts).sqrt()

@@ -154,10 +154,11 @@ def _precise_enough(got: torch.dtype, want: torch.dtype, loose: torch.dtype | No
 
 
 def compare_output(answer: Answer, reference: Reference, rt: ReferenceRuntime, params: dict,
-                   pristine: Any, argument: float = 0.0) -> list[Comparison]:
+                   pristine: Any, argument: float = 0.0, until_failed: bool = False) -> list[Comparison]:
     """Every output leaf and every input compared after the call, each within its bound. A float64
     reference that the inputs' precision does not ask for holds the output to that precision. ``argument``:
-    ``_exp_argument``'s, for the outputs."""
+    ``_exp_argument``'s, for the outputs. ``until_failed``: tolerance.compare's (each leaf stops reading once it
+    fails, and the leaves after a failed one are not compared)."""
     output = tensors.floats_as_tensors(answer.output)
     policy = rt.problem.spec.tolerance
     loose = _loose_dtypes(pristine)
@@ -165,23 +166,32 @@ def compare_output(answer: Answer, reference: Reference, rt: ReferenceRuntime, p
     for i, ((path, out), (_, exp)) in enumerate(zip(tensors.leaves(output), reference.leaves)):
         held = loose if loose is not None and exp.ref.dtype == torch.float64 and out.is_floating_point() else None
         k, how = rt.reduction_length(params, reference, i)
-        comparisons.append(compare(out, exp, policy, k, leaf=path, held_to=held, k_source=how, argument=argument))
+        comparisons.append(compare(out, exp, policy, k, leaf=path, held_to=held, k_source=how, argument=argument,
+                                   until_failed=until_failed))
+        if until_failed and not comparisons[-1].ok:
+            return comparisons
     for j, (out, (index, exp)) in enumerate(zip(answer.after, reference.after)):
         k, how = rt.reduction_length(params, reference, len(reference.leaves) + j)
-        comparisons.append(compare(out, exp, policy, k, leaf=f" (input {index} after the call)", k_source=how))
+        comparisons.append(compare(out, exp, policy, k, leaf=f" (input {index} after the call)", k_source=how,
+                                   until_failed=until_failed))
+        if until_failed and not comparisons[-1].ok:
+            return comparisons
     return comparisons
 
 
 def judge_values(answer: Answer, reference: Reference, rt: ReferenceRuntime, params: dict, pristine: Any,
-                 checked: tuple[str, str] | None = None) -> tuple[str, str, list[Comparison]]:
+                 checked: tuple[str, str] | None = None,
+                 until_failed: bool = False) -> tuple[str, str, list[Comparison]]:
     """(failure, message, comparisons) for an output whose form is right: its values against the float64
     reference, then the problem's own check_implementation and properties. Under the 'problem_check'
     precision contract (a GPU MODE problem loaded unchanged) the problem's own check_implementation is what
     decides the values, as GPU MODE decides them; the derived comparison is then reported, not binding
     (judge/numerics.py). ``checked``: check_implementation's (failure, message) on this output, where the caller
-    already has it (problem_check)."""
+    already has it (problem_check). ``until_failed``: only whether it fails counts (compare_output's)."""
     argument = _exp_argument(rt, pristine)  # one pass over the inputs, for the bounds and the properties
-    comparisons = compare_output(answer, reference, rt, params, pristine, argument)
+    # where the problem's own check decides, a leaf outside the bound decides nothing: read every leaf (its NaN)
+    until_failed = until_failed and not _problem_decides(rt)
+    comparisons = compare_output(answer, reference, rt, params, pristine, argument, until_failed)
     outside = [c for c in comparisons if not c.ok]
     broken = [c for c in comparisons if c.nonfinite]
     if broken:  # under every precision contract: a problem's own check may be blind to NaN
