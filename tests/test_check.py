@@ -321,6 +321,33 @@ def test_a_reference_that_refuses_a_poisoned_input_has_read_it(tmp_path):
     assert not any(f.code == "output_buffers" for f in result.findings), result.findings
 
 
+def test_an_index_input_is_poisoned_within_its_own_range(tmp_path):
+    """The read probe poisons each input. Random integers over the whole int64 range, given to a reference that
+    uses them as class labels, were a device-side assert on a GPU, which ends the judge's process
+    (95_CrossEntropyLoss: 'the judge exited without a result', H100, 2026-12-06). The reference here ends its
+    process the same way on an out-of-range label: labels are poisoned within their own range, and still
+    found read."""
+    folder = make_problem(tmp_path, """
+        import os
+        import torch
+        def generate_input(n, seed):
+            g = torch.Generator().manual_seed(seed)
+            return torch.randn(n, 8, generator=g), torch.randint(0, 8, (n,), generator=g)
+        def ref_kernel(data):
+            logits, labels = data
+            if bool(((labels < 0) | (labels >= 8)).any()):
+                os._exit(0)  # as CUDA's device-side assert ends the process that made it
+            return logits.gather(1, labels[:, None]).squeeze(1)
+    """)
+    own = tmp_path / "own.py"
+    own.write_text("def custom_kernel(data):\n    return data[0].gather(1, data[1][:, None]).squeeze(1)\n")
+    result = check(folder, own, device="cpu")
+    assert result.passed, result
+    wrong = tmp_path / "ignores_labels.py"  # the labels are read: a kernel that ignores them fails
+    wrong.write_text("def custom_kernel(data):\n    return data[0][:, 0].clone()\n")
+    assert not check(folder, wrong, device="cpu").passed
+
+
 TF32_REFERENCE = """
     import torch
     def tf32(t):  # a reference that is only TF32-accurate, as PyTorch's default convolutions are

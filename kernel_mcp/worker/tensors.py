@@ -145,6 +145,24 @@ def poison_(t: torch.Tensor, generator: torch.Generator | None = None) -> None:
                               generator=generator).to(t.device, t.dtype))
 
 
+def poison_in_range(t: torch.Tensor) -> torch.Tensor:
+    """A new tensor like ``t`` that a reference reading it must see as different values: NaN for floats; for an
+    integer input whose values vary, random values between its own smallest and largest. Indices then stay
+    indices: a class label or a gather index out of range is an exception on the CPU, but on a GPU a device-side
+    assert, which ends the process's CUDA context (95_CrossEntropyLoss's targets, H100, 2026-12-06). An input of
+    one integer value (or bools) is poisoned as poison_ does."""
+    fresh = torch.empty_like(t)
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool or not t.numel():
+        poison_(fresh)
+        return fresh
+    low, high = int(t.min()), int(t.max())
+    if low == high:
+        poison_(fresh)
+    else:
+        fresh.copy_(torch.randint(low, high + 1, t.shape, device=t.device, dtype=torch.int64).to(t.dtype))
+    return fresh
+
+
 def flip_(t: torch.Tensor) -> None:
     """Invert every bit of ``t``'s whole storage in place (used to see whether another tensor shares its
     memory). The storage, not the view: a transposed or sliced input is covered too."""
