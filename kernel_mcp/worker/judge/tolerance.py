@@ -80,7 +80,7 @@ class Expected:
     # bounds made for this leaf, by what they depend on (never the output): a check compares one leaf with the
     # candidate's output and with up to four trivial answers (judge/degenerate.py), and on a large output each
     # bound is two passes over the float64 reference (6 s for 1.6G elements parked in host memory, H100)
-    bounds: dict = field(default_factory=dict, repr=False, compare=False)
+    bounds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 @dataclass
