@@ -348,6 +348,18 @@ def test_an_index_input_is_poisoned_within_its_own_range(tmp_path):
     assert not check(folder, wrong, device="cpu").passed
 
 
+@pytest.mark.parametrize("values,dtype", [([0, 4095, 17], "int64"), ([-2**63, 2**63 - 1], "int64"),
+                                          ([-5, 4], "int8")], ids=["labels", "int64 ends", "int8"])
+def test_an_integer_poison_stays_within_the_inputs_range_and_differs(values, dtype):
+    import torch  # noqa: PLC0415  (the rest of this file runs checks in subprocesses)
+
+    from kernel_mcp.worker.tensors import poison_in_range
+    t = torch.tensor(values * 1000, dtype=getattr(torch, dtype))
+    poisoned = poison_in_range(t)
+    assert poisoned.dtype == t.dtype and int(poisoned.min()) >= min(values) and int(poisoned.max()) <= max(values)
+    assert bool((poisoned != t).any())
+
+
 TF32_REFERENCE = """
     import torch
     def tf32(t):  # a reference that is only TF32-accurate, as PyTorch's default convolutions are

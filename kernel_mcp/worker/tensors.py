@@ -158,8 +158,9 @@ def poison_in_range(t: torch.Tensor) -> torch.Tensor:
     low, high = int(t.min()), int(t.max())
     if low == high:
         poison_(fresh)
-    else:
-        fresh.copy_(torch.randint(low, high + 1, t.shape, device=t.device, dtype=torch.int64).to(t.dtype))
+        return fresh
+    high = min(high, torch.iinfo(t.dtype).max - 1)  # randint's end is exclusive and must fit the dtype
+    fresh.copy_(torch.randint(low, high + 1, t.shape, device=t.device, dtype=t.dtype))
     return fresh
 
 
