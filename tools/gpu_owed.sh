@@ -15,11 +15,12 @@
 #   bash tools/gpu_owed.sh memory KB [NAMES]  # where a large problem's check holds device memory: one check alone,
 #                                             # traced (also: one level-1 problem judged alone, by name)
 #   bash tools/gpu_owed.sh compare    # bench/compare_bench.py: where a 1.6G-element output's comparison goes
+#   bash tools/gpu_owed.sh reward     # bench/reward_bench.py: 64 concurrent rollouts through the reward API, timed
 #   bash tools/gpu_owed.sh batch KB MANIFEST [SIDE]  # bench/batch_bench.py: judged per hour on generations not
 #            # judged before (bench/data/generations_judged.jsonl); one side a call (batch, then loop on the same
 #            # warm machine): a side needs several candidates' time (about 90 s each on a GPU) to pass its start-up
 set -uo pipefail
-step=${1:?usage: gpu_owed.sh smoke|attacks|timing|numerics|tune|kernelbench|rerun|memory|compare|batch [args]}
+step=${1:?usage: gpu_owed.sh smoke|attacks|timing|numerics|tune|kernelbench|rerun|memory|compare|reward|batch [args]}
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
@@ -67,6 +68,9 @@ kernelbench)
 compare)
   timeout 300 python3 bench/compare_bench.py --repeats 1 --out "$OUT/compare.json" > "$OUT/log.txt" 2>&1
   head -16 "$OUT/log.txt" ;;
+reward)  # issue 38: rewards an hour, no secret in any reward, no process left behind
+  timeout 500 python3 bench/reward_bench.py --rollouts 64 --concurrency 64 --device cuda --timed \
+    > "$OUT/reward.json" 2> "$OUT/log.txt"; cat "$OUT/reward.json"; tail -5 "$OUT/log.txt" ;;
 rerun)  # a check whose judge finds no room beside others runs again alone (each check waits 5 s per input made)
   pytest_v 400 -n 0 tests/test_gpu.py -k no_room > "$OUT/pytest.txt" 2>&1; tail -6 "$OUT/pytest.txt" ;;
 memory)  # the judge's allocated and reserved memory at each phase (worker/trace.py) against the check's estimated need
