@@ -57,7 +57,8 @@ def _trivial_passes(kind: str, rt: ReferenceRuntime, reference: Reference, prist
 def _passing(rt: ReferenceRuntime, reference: Reference, served: CaseData, params: dict) -> list[str]:
     """The trivial answers that pass the first test. In a batch (judge/shared_truth.py) they are the same for
     every candidate of the problem, who are served the same inputs: read from the batch's store where a check
-    of the same inputs, truth and task-dtype run kept them (four comparisons; one that passes reads the whole output)."""
+    of the same inputs, truth and task-dtype run kept them (four comparisons; one that passes reads the whole
+    output)."""
     shared, key = (rt.shared if reference.memo else None), ""
     if shared:
         try:
