@@ -321,26 +321,30 @@ def test_a_reference_that_refuses_a_poisoned_input_has_read_it(tmp_path):
     assert not any(f.code == "output_buffers" for f in result.findings), result.findings
 
 
-def test_an_index_input_is_poisoned_within_its_own_range(tmp_path):
+def test_an_index_input_is_poisoned_with_its_own_values(tmp_path):
     """The read probe poisons each input. Random integers over the whole int64 range, given to a reference that
     uses them as class labels, were a device-side assert on a GPU, which ends the judge's process
     (95_CrossEntropyLoss: 'the judge exited without a result', H100, 2026-12-06). The reference here ends its
-    process the same way on an out-of-range label: labels are poisoned within their own range, and still
-    found read."""
+    process the same way on a label out of range (ignore_index -100 aside): labels are poisoned with their own
+    values, and still found read."""
     folder = make_problem(tmp_path, """
         import os
         import torch
         def generate_input(n, seed):
             g = torch.Generator().manual_seed(seed)
-            return torch.randn(n, 8, generator=g), torch.randint(0, 8, (n,), generator=g)
+            labels = torch.randint(0, 8, (n,), generator=g)
+            labels[::7] = -100  # ignored, as cross_entropy's ignore_index
+            return torch.randn(n, 8, generator=g), labels
         def ref_kernel(data):
             logits, labels = data
-            if bool(((labels < 0) | (labels >= 8)).any()):
+            if bool((((labels < 0) | (labels >= 8)) & (labels != -100)).any()):
                 os._exit(0)  # as CUDA's device-side assert ends the process that made it
-            return logits.gather(1, labels[:, None]).squeeze(1)
+            kept = labels != -100
+            return logits.gather(1, labels.clamp(min=0)[:, None]).squeeze(1) * kept
     """)
     own = tmp_path / "own.py"
-    own.write_text("def custom_kernel(data):\n    return data[0].gather(1, data[1][:, None]).squeeze(1)\n")
+    own.write_text("def custom_kernel(data):\n    logits, labels = data\n"
+                   "    return logits.gather(1, labels.clamp(min=0)[:, None]).squeeze(1) * (labels != -100)\n")
     result = check(folder, own, device="cpu")
     assert result.passed, result
     wrong = tmp_path / "ignores_labels.py"  # the labels are read: a kernel that ignores them fails
@@ -348,16 +352,28 @@ def test_an_index_input_is_poisoned_within_its_own_range(tmp_path):
     assert not check(folder, wrong, device="cpu").passed
 
 
-@pytest.mark.parametrize("values,dtype", [([0, 4095, 17], "int64"), ([-2**63, 2**63 - 1], "int64"),
-                                          ([-5, 4], "int8")], ids=["labels", "int64 ends", "int8"])
-def test_an_integer_poison_stays_within_the_inputs_range_and_differs(values, dtype):
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint8", "uint16", "uint64"])
+def test_an_integer_poison_holds_the_inputs_own_values_and_changes_their_counts(dtype):
     import torch  # noqa: PLC0415  (the rest of this file runs checks in subprocesses)
 
     from kernel_mcp.worker.tensors import poison_in_range
-    t = torch.tensor(values * 1000, dtype=getattr(torch, dtype))
-    poisoned = poison_in_range(t)
-    assert poisoned.dtype == t.dtype and int(poisoned.min()) >= min(values) and int(poisoned.max()) <= max(values)
-    assert bool((poisoned != t).any())
+    labels = torch.tensor([0, 1, 2, 3, 100, 127] * 500, dtype=getattr(torch, dtype))
+    poisoned = poison_in_range(labels)
+    assert poisoned.dtype == labels.dtype and set(poisoned.tolist()) <= set(labels.tolist())
+    as_long = poisoned.to(torch.int64)
+    assert not torch.equal(as_long.bincount(minlength=128), labels.to(torch.int64).bincount(minlength=128))
+
+
+def test_an_integer_poison_keeps_rows_and_always_differs():
+    import torch  # noqa: PLC0415
+
+    from kernel_mcp.worker.tensors import poison_in_range
+    pairs = torch.stack([torch.arange(300) % 10, 100 + torch.arange(300) % 900], 1)  # (row, col) of a 10 x 1000 grid
+    poisoned = poison_in_range(pairs)
+    assert bool((poisoned[:, 0] < 10).all() and (poisoned[:, 1] >= 100).all() and (poisoned != pairs).any())
+    extremes = torch.tensor([-2**63, 2**63 - 1])
+    for small in (torch.tensor([0, 1]), torch.tensor([[4, 4, 4, 5]]), extremes, torch.zeros(9, dtype=torch.int64)):
+        assert not torch.equal(poison_in_range(small), small), small  # one value everywhere: the dtype's range
 
 
 TF32_REFERENCE = """

@@ -47,6 +47,34 @@ def test_a_leaf_bound_made_once_judges_as_a_fresh_one(monkeypatch):
                                                                                    ToleranceSpec(), K=30.0).ok
     assert len(exp.bounds) == 2  # another reduction length is another bound
     assert not compare(outputs["bf16"], exp, ToleranceSpec(), K=300.0).ok  # a downgrade still fails through the cache
+    # every other thing a bound depends on is its own entry: the precision held to, the policy, the exp() argument
+    for kwargs in ({"held_to": torch.bfloat16}, {"argument": 50.0}, {"policy": ToleranceSpec(a=1.0, b=1.0)},
+                   {"policy": ToleranceSpec(mode="explicit", atol=1e-3, rtol=0.0)}):
+        policy = kwargs.pop("policy", ToleranceSpec())
+        for name, out in outputs.items():
+            cached = compare(out, exp, policy, K=300.0, **kwargs)
+            fresh = compare(out, Expected(ref=exp.ref, honest=exp.honest), policy, K=300.0, **kwargs)
+            assert _fields(cached) == _fields(fresh), (kwargs, name)
+
+
+def test_a_complex_leaf_keeps_its_real_view_and_its_bound(monkeypatch):
+    monkeypatch.setattr(tolerance, "CHUNK", 1000)
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(40, 256, generator=g)
+    exp = Expected(ref=torch.fft.rfft(x.double()), honest=torch.fft.rfft(x))
+    honest, conjugated = torch.fft.rfft(x), torch.fft.rfft(x).conj().resolve_conj()
+    assert compare(honest, exp, ToleranceSpec(), K=256.0).ok and not compare(conjugated, exp, ToleranceSpec(), K=256.0).ok
+    real = exp.bounds["as real"]
+    assert len(real.bounds) == 1  # one bound for both outputs
+    fresh = Expected(ref=exp.ref, honest=exp.honest)
+    assert _fields(compare(conjugated, exp, ToleranceSpec(), K=256.0)) == \
+        _fields(compare(conjugated, fresh, ToleranceSpec(), K=256.0))
+
+
+def test_a_comparison_of_another_size_is_the_judges_error_never_a_verdict():
+    ref = torch.randn(10, dtype=torch.float64)
+    with pytest.raises(ValueError, match="compared 100 elements with 10"):
+        compare(torch.randn(100), Expected(ref=ref, honest=ref.float()), ToleranceSpec(), K=1.0)
 
 
 def test_until_failed_stops_at_the_first_failing_piece_and_decides_alike(monkeypatch):
@@ -87,3 +115,10 @@ def test_a_finite_piece_is_tallied_as_the_general_rules_tally_it():
                  "nonfinite"):
         assert torch.equal(getattr(fast, name), getattr(general, name)) or (
             getattr(fast, name).isnan() and getattr(general, name).isnan()), name
+
+
+def test_finite_values_whose_difference_overflows_take_the_general_rules():
+    ref = torch.tensor([1e308, 1.0, 2.0], dtype=torch.float64)
+    out = torch.tensor([-1e308, 1.0, 2.0], dtype=torch.float64)  # finite, yet out - ref is -inf
+    result = compare(out, Expected(ref=ref, honest=ref.clone()), ToleranceSpec(), K=1.0)
+    assert not result.ok and result.nonfinite == 0  # a wrong answer, not a NaN the candidate made

@@ -145,22 +145,32 @@ def poison_(t: torch.Tensor, generator: torch.Generator | None = None) -> None:
                               generator=generator).to(t.device, t.dtype))
 
 
+# index_select has no kernels for the unsigned types beyond uint8: their bits are moved as the signed type's
+_SIGNED_VIEW = {getattr(torch, f"uint{bits}"): getattr(torch, f"int{bits}") for bits in (16, 32, 64)
+                if hasattr(torch, f"uint{bits}")}
+
+
 def poison_in_range(t: torch.Tensor) -> torch.Tensor:
-    """A new tensor like ``t`` that a reference reading it must see as different values: NaN for floats; for an
-    integer input whose values vary, random values between its own smallest and largest. Indices then stay
-    indices: a class label or a gather index out of range is an exception on the CPU, but on a GPU a device-side
-    assert, which ends the process's CUDA context (95_CrossEntropyLoss's targets, H100, 2026-12-06). An input of
-    one integer value (or bools) is poisoned as poison_ does."""
+    """A new tensor like ``t`` that a reference reading it sees as other values: NaN for floats; for integers,
+    slices along the first dimension longer than one drawn again from the input's own, with replacement.
+    Every value is one the input holds, and a row stays a row: a class label (or its ignore_index), an index, an
+    index pair stays valid. An out-of-range label is an exception on the CPU but a device-side assert on a GPU,
+    which ends the process (95_CrossEntropyLoss's targets under full-range poison, H100, 2026-12-06). Drawn with
+    replacement, counts and sums of the values change too (a histogram reads its input). An integer input whose
+    slices are all alike (one value everywhere) and bools are poisoned as poison_ does."""
     fresh = torch.empty_like(t)
-    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool or not t.numel():
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         poison_(fresh)
         return fresh
-    low, high = int(t.min()), int(t.max())
-    if low == high:
-        poison_(fresh)
-        return fresh
-    high = min(high, torch.iinfo(t.dtype).max - 1)  # randint's end is exclusive and must fit the dtype
-    fresh.copy_(torch.randint(low, high + 1, t.shape, device=t.device, dtype=t.dtype))
+    plain = t.view(_SIGNED_VIEW.get(t.dtype, t.dtype))
+    for dim in (d for d in range(t.dim()) if t.shape[d] > 1):
+        length = t.shape[dim]
+        tries = [plain.index_select(dim, torch.randint(0, length, (length,), device=t.device)) for _ in range(4)]
+        for moved in (*tries, plain.roll(1, dim)):  # rolled: differs wherever two slices differ
+            if not torch.equal(moved, plain):
+                fresh.view(plain.dtype).copy_(moved)
+                return fresh
+    poison_(fresh)
     return fresh
 
 

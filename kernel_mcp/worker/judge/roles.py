@@ -13,8 +13,8 @@ An input the reference
   random values before each call, so one returned unwritten is wrong; an output buffer the reference does
   not return is compared after the call too.
 
-"Reads" is measured, not guessed: the input is poisoned on a copy (an integer input with random values within its
-own range: tensors.poison_in_range) and the reference run again; if any output
+"Reads" is measured, not guessed: the input is poisoned on a copy (an integer input's rows drawn again from its own
+values: tensors.poison_in_range) and the reference run again; if any output
 (or any other input's value after the call, or this input's own value where the plain run wrote it)
 changes, the reference read it. A reference that refuses the poisoned value (raises) has read it too. Roles
 may differ from case to case (a reference that reads an input for some parameters only), so they are taken
@@ -144,7 +144,7 @@ def _copy(data: Any, written: set[int], poisoned: int | None) -> Any:
 
     def one(t: torch.Tensor) -> torch.Tensor:
         i = next(index)
-        if i == poisoned:  # values the reference can take: a GPU reference given out-of-range indices ends its process
+        if i == poisoned:  # integers from the input's own values: an out-of-range index ends a GPU reference's process
             return tensors.poison_in_range(t)
         return t.detach().clone() if i in written else t
     return tensors.tree_map(one, data)

@@ -20,7 +20,8 @@ SMALL_OUTPUT = 32
 
 
 class _Totals:
-    """Running statistics over the pieces, kept on the device (one synchronisation at the end)."""
+    """Running statistics over the pieces, kept on the device (read once at the end; a piece waits for the device
+    only to see whether every element is finite, and, with ``until_failed``, to count its mismatches)."""
 
     def __init__(self, device: torch.device):
         zero = torch.zeros((), dtype=torch.float64, device=device)
