@@ -64,7 +64,7 @@ def test_a_complex_leaf_keeps_its_real_view_and_its_bound(monkeypatch):
     exp = Expected(ref=torch.fft.rfft(x.double()), honest=torch.fft.rfft(x))
     honest, conjugated = torch.fft.rfft(x), torch.fft.rfft(x).conj().resolve_conj()
     assert compare(honest, exp, ToleranceSpec(), K=256.0).ok and not compare(conjugated, exp, ToleranceSpec(), K=256.0).ok
-    real = exp.bounds["as real"]
+    real = exp.as_real
     assert len(real.bounds) == 1  # one bound for both outputs
     fresh = Expected(ref=exp.ref, honest=exp.honest)
     assert _fields(compare(conjugated, exp, ToleranceSpec(), K=256.0)) == \

@@ -163,15 +163,22 @@ def poison_in_range(t: torch.Tensor) -> torch.Tensor:
         poison_(fresh)
         return fresh
     plain = t.view(_SIGNED_VIEW.get(t.dtype, t.dtype))
-    for dim in (d for d in range(t.dim()) if t.shape[d] > 1):
-        length = t.shape[dim]
-        tries = [plain.index_select(dim, torch.randint(0, length, (length,), device=t.device)) for _ in range(4)]
-        for moved in (*tries, plain.roll(1, dim)):  # rolled: differs wherever two slices differ
-            if not torch.equal(moved, plain):
-                fresh.view(plain.dtype).copy_(moved)
-                return fresh
+    for moved in _redrawn(plain):
+        if not torch.equal(moved, plain):
+            fresh.view(plain.dtype).copy_(moved)
+            return fresh
     poison_(fresh)
     return fresh
+
+
+def _redrawn(plain: torch.Tensor):
+    """Copies of ``plain`` with its slices along each dimension longer than one drawn again, one at a time (each
+    is a copy of the input): four draws, then the slices rolled by one, which differs wherever two slices do."""
+    for dim in (d for d in range(plain.dim()) if plain.shape[d] > 1):
+        length = plain.shape[dim]
+        for _ in range(4):
+            yield plain.index_select(dim, torch.randint(0, length, (length,), device=plain.device))
+        yield plain.roll(1, dim)
 
 
 def flip_(t: torch.Tensor) -> None:

@@ -27,7 +27,7 @@ in pieces of CHUNK elements (memory).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 
@@ -83,6 +83,8 @@ class Expected:
     # bench/compare_bench.py). Kept for the case: its per-group floors (1/8 of the output's elements in bytes
     # for a 1-D output, far less for rows) stay on the device while the candidate runs
     bounds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # a complex leaf's real and imaginary parts as an Expected of its own (_as_real), with its own bounds
+    as_real: "Expected | None" = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass
@@ -136,11 +138,11 @@ def compare(out: torch.Tensor, exp: Expected, policy: ToleranceSpec, K: float, l
 def _bound_for(pieces: "_Pieces", exp: Expected, dtype: torch.dtype, policy: ToleranceSpec, K: float,
                argument: float) -> tuple["_Bound", float, str, float]:
     """(per-element bound, norm-wise bound, note, the honest run's error norm) for ``exp`` held to ``dtype``: made
-    once per leaf and device (``exp.bounds``), since nothing in it depends on the output compared."""
-    key = (dtype, policy.model_dump_json(), float(K), float(argument), str(pieces.device), pieces.n)
+    once per leaf and device (``exp.bounds``), since nothing in it depends on the output compared (the bound is not
+    changed once made)."""
+    key = (dtype, policy.model_dump_json(), float(K), float(argument), str(pieces.device))
     if key in exp.bounds:
-        bound, norm_bound, note, honest_norm = exp.bounds[key]
-        return replace(bound), norm_bound, note, honest_norm
+        return exp.bounds[key]
     bound, norm_bound, note = _bounds(dtype, exp, policy, K, argument)
     honest_norm = 0.0
     if policy.mode != "explicit":
@@ -153,8 +155,8 @@ def _bound_for(pieces: "_Pieces", exp: Expected, dtype: torch.dtype, policy: Tol
             if used > 0.5:
                 bound.scale = 2.0 * used
                 note += f"; bound x{2 * used:.3g} (2x the honest task-dtype error)"
-    exp.bounds[key] = (replace(bound), norm_bound, note, honest_norm)
-    return bound, norm_bound, note, honest_norm
+    exp.bounds[key] = (bound, norm_bound, note, honest_norm)
+    return exp.bounds[key]
 
 
 def _real(t: torch.Tensor | None) -> torch.Tensor | None:
@@ -165,14 +167,14 @@ def _as_real(out: torch.Tensor, exp: Expected, held_to: torch.dtype | None) -> t
     """A complex output and what is expected of it as real tensors with a last dimension of 2 (real,
     imaginary); a real output where a complex one is due is refused before, by its form (outputs.output_integrity:
     its dtype), and here would raise as _Pieces does on any other size. The real
-    Expected is kept in ``exp.bounds``, so that its own bounds are made once too."""
-    real = exp.bounds.get("as real")
+    Expected is kept (``exp.as_real``), so that its own bounds are made once too."""
+    real = exp.as_real
     if real is None:
         real = Expected(ref=_real(exp.ref), honest=_real(exp.honest), magnitude=_real(exp.magnitude),
                         exact64=exp.exact64)
         if real.magnitude is not None:
             real.magnitude = real.magnitude.abs()
-        exp.bounds["as real"] = real
+        exp.as_real = real
     held = None if held_to is None else (held_to.to_real() if held_to.is_complex else held_to)
     return _real(out), real, held
 
