@@ -122,3 +122,16 @@ def test_finite_values_whose_difference_overflows_take_the_general_rules():
     out = torch.tensor([-1e308, 1.0, 2.0], dtype=torch.float64)  # finite, yet out - ref is -inf
     result = compare(out, Expected(ref=ref, honest=ref.clone()), ToleranceSpec(), K=1.0)
     assert not result.ok and result.nonfinite == 0  # a wrong answer, not a NaN the candidate made
+
+
+def test_a_float64_run_of_another_shape_is_not_the_truth():
+    """Another shape is another computation: the leaf is judged against the task-dtype run (doubled bounds, a
+    finding), never by comparing elements of tensors of different sizes."""
+    from kernel_mcp.worker.judge import expected_leaves
+    honest = torch.randn(8, 4)
+    findings = []
+    _, exp = expected_leaves.leaf("", honest, torch.randn(4, 8, dtype=torch.float64), None, True, findings)
+    assert exp.ref is not None and torch.equal(exp.ref, honest) and not exp.exact64
+    assert [f.code for f in findings] == ["float64_inconsistent"]
+    assert compare(honest.clone(), exp, ToleranceSpec(), K=1.0).ok
+    assert not compare(honest + 1.0, exp, ToleranceSpec(), K=1.0).ok

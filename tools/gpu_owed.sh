@@ -21,6 +21,9 @@
 #            # warm machine): a side needs several candidates' time (about 90 s each on a GPU) to pass its start-up
 set -uo pipefail
 step=${1:?usage: gpu_owed.sh smoke|attacks|timing|numerics|tune|kernelbench|rerun|memory|compare|reward|batch [args]}
+case $step in smoke|attacks|timing|numerics|tune|kernelbench|rerun|memory|compare|reward|batch) ;;
+  *) echo "unknown step: $step (one of smoke attacks timing numerics tune kernelbench rerun memory compare reward" \
+       "batch)" >&2; exit 2 ;; esac
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
