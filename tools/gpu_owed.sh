@@ -18,7 +18,8 @@
 #   bash tools/gpu_owed.sh reward     # bench/reward_bench.py: 64 concurrent rollouts through the reward API, timed
 #   bash tools/gpu_owed.sh batch KB MANIFEST [SIDE]  # bench/batch_bench.py: judged per hour on generations not
 #            # judged before (bench/data/generations_judged.jsonl); one side a call (batch, then loop on the same
-#            # warm machine): a side needs several candidates' time (about 90 s each on a GPU) to pass its start-up
+#            # warm machine; BUDGET_S=SECONDS shortens the window, 480 by default): a side needs several
+#            # candidates' time (about 90 s each on a GPU) to pass its start-up
 set -uo pipefail
 step=${1:?usage: gpu_owed.sh smoke|attacks|timing|numerics|tune|kernelbench|rerun|memory|compare|reward|batch [args]}
 case $step in smoke|attacks|timing|numerics|tune|kernelbench|rerun|memory|compare|reward|batch) ;;
@@ -59,8 +60,9 @@ tune)  # then the scripted model through the instruments (issue 37), on the same
 batch)
   kb=${2:?a KernelBench root (carried: name it in carry)}; manifest=${3:?a manifest of generations}
   side=${4:-batch}; bench=/tmp/kmcp-batch-bench  # its kernel stores are large: only the figures come back
-  timeout 560 python3 bench/batch_bench.py "$bench" "$kb" "$manifest" --device cuda --jobs 12 --limit 200 \
-    --budget-s 480 --sides "$side" --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
+  budget=${BUDGET_S:-480}  # a shorter window where a call also runs other steps
+  timeout $((budget + 80)) python3 bench/batch_bench.py "$bench" "$kb" "$manifest" --device cuda --jobs 12 \
+    --limit 200 --budget-s "$budget" --sides "$side" --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
   tail -30 "$OUT/log.txt"
   cp "$bench/summary.json" "$bench/$side/results.jsonl" "$OUT/"; cp "$bench/$side/headers.json" "$OUT/" 2>/dev/null ;;
 kernelbench)
