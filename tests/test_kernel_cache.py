@@ -57,6 +57,30 @@ def test_filling_never_rewrites_a_file_a_running_process_may_have_loaded(store, 
     assert loaded.read_text() == "loaded" and loaded.stat().st_ino == inode
 
 
+def test_a_lock_left_by_a_killed_build_is_never_copied(store, tmp_path):
+    """torch's extension build holds a file named ``lock`` in the build folder (its FileBaton) and waits while one
+    exists: a process killed mid-build leaves it, and a copy of it would hang every later check of the candidate
+    until its time ran out. The rest of the build travels."""
+    import inspect
+
+    from torch.utils import cpp_extension
+    assert "'lock'" in inspect.getsource(cpp_extension._jit_compile)  # the name torch gives its baton
+    candidate = tmp_path / "c.py"
+    candidate.write_text("x = 1\n")
+    key = kernel_cache.key_for(candidate)
+    killed, fresh = tmp_path / "killed", tmp_path / "fresh"
+    kernel_cache.prepare(killed)
+    folder = killed / "torch_extensions" / "py311_cpu" / "ext"
+    folder.mkdir(parents=True)
+    (folder / "main.cpp").write_text("int f();")
+    (folder / "lock").write_text("")
+    kernel_cache.keep(key, killed)
+    kernel_cache.prepare(fresh)
+    kernel_cache.fill(key, fresh)
+    copied = fresh / "torch_extensions" / "py311_cpu" / "ext"
+    assert (copied / "main.cpp").read_text() == "int f();" and not (copied / "lock").exists()
+
+
 def test_another_candidate_gets_none_of_its_builds(store, tmp_path):
     one, other = tmp_path / "one.py", tmp_path / "other.py"
     one.write_text("x = 1\n")

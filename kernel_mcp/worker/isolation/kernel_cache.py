@@ -11,6 +11,12 @@ Without namespaces (no root, no user namespaces) the store is writable by the ca
 every file of that user; the check then says `no_pid_namespace`. The judge itself builds into a private
 temporary folder of its own and loads nothing from here (worker/judge/main.py).
 
+What this saves today: Triton's builds (found by content hash wherever they sit). A torch extension's copy is
+built again all the same: torch writes its build folder's absolute path into build.ninja, and each process's
+scratch path differs, so ninja sees a new command (measured on the CPU, thirtieth session: a second check of the
+same load_inline candidate took as long as the first). A build path the same in every process of a candidate
+(a bind in its mount namespace) would make it count; not built yet.
+
 Copies are made by trusted code from folders untrusted code wrote: symbolic links are never copied or
 followed, nothing already there is overwritten (a running process may have loaded it), and a failure to
 copy only costs a rebuild.
@@ -31,6 +37,9 @@ KEEP_ENTRIES = 64  # candidates whose builds are kept (least recently used ones 
 # how deep a kept tree is merged: Triton's entries (one folder per build hash) never change once written;
 # torch extensions sit one level further down (TORCH_EXTENSIONS_DIR/<python+cuda tag>/<name>)
 MERGE_DEPTH = {"triton": 0, "torch_extensions": 1}
+# torch's FileBaton: a build holds a file named "lock" in its folder and deletes it when done; a process killed
+# mid-build leaves it, and a copy of it makes every later build of that extension wait for it forever
+TRANSIENT = {"lock"}
 
 
 def store() -> Path:
@@ -95,7 +104,7 @@ def _merge(source: Path, target: Path, depth: int) -> None:
 
 
 def _merge_item(item: Path, target: Path, depth: int) -> None:
-    if item.is_symlink() or not (item.is_dir() or item.is_file()):
+    if item.is_symlink() or not (item.is_dir() or item.is_file()) or item.is_file() and item.name in TRANSIENT:
         return
     if target.exists() or target.is_symlink():
         if depth > 0 and target.is_dir() and not target.is_symlink() and item.is_dir():
@@ -117,8 +126,10 @@ def _merge_item(item: Path, target: Path, depth: int) -> None:
 
 
 def _links(folder: str, names: list[str]) -> list[str]:
-    """copytree's ignore: symbolic links are left behind (a link would let a copy write where it points)."""
-    return [n for n in names if os.path.islink(os.path.join(folder, n))]
+    """copytree's ignore: symbolic links are left behind (a link would let a copy write where it points), and so
+    is a build's leftover lock (TRANSIENT)."""
+    return [n for n in names if os.path.islink(os.path.join(folder, n))
+            or n in TRANSIENT and os.path.isfile(os.path.join(folder, n))]
 
 
 def _repoint_groups(folder: Path, final: Path) -> None:
