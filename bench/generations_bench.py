@@ -9,7 +9,7 @@ MANIFEST: JSON lines, one candidate each: ``id``, ``level``, ``problem`` (a file
 ``candidate`` (its path, relative to the manifest's folder), ``source_verdict`` (``compiled``, ``correct``: what
 the source's own evaluation said), ``source_tolerance`` (the atol = rtol it judged with, if known) and
 ``same_reference`` (whether the source judged against the same problem file). The candidates are not in this
-repository (their authors' code); gather them from public KernelBench runs (BENCHMARKS.md says which).
+repository (their authors' code); ``tools/gather_generations.py OUT`` gathers them from public KernelBench runs.
 Writes OUT_DIR/generations.jsonl (a row per candidate, appended as each ends) and prints a summary: ours
 against the source, KernelBench's contract against the source, our causes, and every disagreement where we pass
 a candidate both the source and KernelBench's contract call wrong (a bug in our verdict, never to be explained
