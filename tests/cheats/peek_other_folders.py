@@ -8,14 +8,22 @@ from pathlib import Path
 import torch
 
 
+def _inode(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_dev, info.st_ino
+
+
 def _others() -> list[str]:
+    """Folders beside its own that are not its own: a folder of its own shown again there (its torch-extension
+    build folder, bound at a path every candidate process is given by the same name) does not count."""
     seen = []
     for own in (os.environ.get("HOME", ""), os.environ.get("TMPDIR", "")):
         if not own:
             continue
         mine = Path(own)
         try:
-            seen += [p.name for p in mine.parent.iterdir() if p != mine]
+            its_own = {_inode(sub) for sub in mine.iterdir() if sub.is_dir()}
+            seen += [p.name for p in mine.parent.iterdir() if p != mine and _inode(p) not in its_own]
         except OSError:
             pass
     return seen

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from kernel_mcp.worker.isolation import kernel_cache
+
 # imports inside functions: torch and the KernelBench adapter only for a KernelBench candidate
 
 
@@ -17,6 +19,7 @@ class MissingEntryPoint(Exception):
 
 def import_candidate(path: Path, problem_dirs: list[str]) -> Any:
     """The candidate's module, imported as ``submission``."""
+    kernel_cache.build_here()  # torch extensions built where a kept build of this candidate is found
     # GPU MODE submissions import `task`/`utils`/`reference` from the problem folder and its parent.
     sys.path[:0] = [str(path.parent), *problem_dirs]
     spec = importlib.util.spec_from_file_location("submission", path)

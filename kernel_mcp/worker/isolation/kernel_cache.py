@@ -11,11 +11,14 @@ Without namespaces (no root, no user namespaces) the store is writable by the ca
 every file of that user; the check then says `no_pid_namespace`. The judge itself builds into a private
 temporary folder of its own and loads nothing from here (worker/judge/main.py).
 
-What this saves today: Triton's builds (found by content hash wherever they sit). A torch extension's copy is
-built again all the same: torch writes its build folder's absolute path into build.ninja, and each process's
-scratch path differs, so ninja sees a new command (measured on the CPU, thirtieth session: a second check of the
-same load_inline candidate took as long as the first). A build path the same in every process of a candidate
-(a bind in its mount namespace) would make it count; not built yet.
+A torch extension's kept build is only found where it is built at the same path as before: torch writes its
+build folder's absolute path into build.ninja, and ninja rebuilds whatever command changed. Each process's
+scratch path differs, so its mount namespace also binds its own torch_extensions folder at one path that is the
+same for every process (``build_binds``, under the scratch root's cover: no process sees another's there), and
+the process builds there (``build_here``). Without a mount namespace the path is not there, the process builds
+in its scratch, and a kept torch build is built again (measured on the CPU, thirtieth session: a second check
+of the same load_inline candidate took as long as the first: 27.1 s after 30.3 s). Triton's builds are found
+by content hash wherever they sit.
 
 Copies are made by trusted code from folders untrusted code wrote: symbolic links are never copied or
 followed, nothing already there is overwritten (a running process may have loaded it), and a failure to
@@ -42,6 +45,10 @@ MERGE_DEPTH = {"triton": 0, "torch_extensions": 1}
 TRANSIENT = {"lock"}
 
 
+BUILD_PATH = "torch-extensions"  # inside the scratch root: where a process's own torch_extensions folder is bound
+BUILDING = ("kmcp-candidate-", "kmcp-step-")  # scratch folders of processes that import candidates
+
+
 def store() -> Path:
     return cache_root() / "kernels"
 
@@ -58,6 +65,29 @@ def key_for(candidate: Path) -> str:
 def scratch_env(scratch: Path) -> dict[str, str]:
     """The cache variables of a process that builds into ``scratch``."""
     return {var: str(scratch / name) for var, name in KINDS.items()}
+
+
+def build_binds(writable: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(its own torch_extensions folder, the build path shared by name) for each scratch folder among a process's
+    ``writable`` folders, for its mount namespace (mounts.seal_file_systems)."""
+    return tuple((os.path.join(w, KINDS["TORCH_EXTENSIONS_DIR"]), os.path.join(os.path.dirname(w.rstrip("/")),
+                                                                               BUILD_PATH))
+                 for w in writable if os.path.basename(w.rstrip("/")).startswith(BUILDING))
+
+
+def build_here() -> None:
+    """In a process about to import a candidate: build torch extensions at the path its mount namespace bound its
+    own folder to, the same in every process of the candidate, so a kept build is loaded rather than built again.
+    Only where that path is a mount of this process's own folder (not a link anyone could have left there)."""
+    own = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if not own:
+        return
+    shared = Path(own).parent.parent / BUILD_PATH
+    try:
+        if not shared.is_symlink() and os.path.ismount(shared) and os.path.samefile(own, shared):
+            os.environ["TORCH_EXTENSIONS_DIR"] = str(shared)
+    except OSError:
+        pass  # not bound: build in the scratch folder
 
 
 def prepare(scratch: Path) -> None:
@@ -83,32 +113,38 @@ def fill(key: str, scratch: Path) -> None:
 
 
 def keep(key: str, scratch: Path) -> None:
-    """Keep the builds a candidate's process made: new entries only; nothing kept is overwritten."""
+    """Keep the builds a candidate's process made: new entries, and a torch extension it built again (its
+    build.ninja changed: built at another path or with another toolchain) in place of the kept one; the store is
+    never loaded from, so replacing there cannot pull a file from under a running process."""
     entry = store() / key
     for name in KINDS.values():
         if (scratch / name).is_dir() and not (scratch / name).is_symlink():
-            _merge(scratch / name, entry / name, MERGE_DEPTH[name])
+            _merge(scratch / name, entry / name, MERGE_DEPTH[name], replace_rebuilt=True)
     _prune()
 
 
-def _merge(source: Path, target: Path, depth: int) -> None:
+def _merge(source: Path, target: Path, depth: int, replace_rebuilt: bool = False) -> None:
     try:
         items = list(source.iterdir())
     except OSError:
         return
     for item in items:
         try:
-            _merge_item(item, target / item.name, depth)
+            _merge_item(item, target / item.name, depth, replace_rebuilt)
         except OSError:
             continue  # unreadable or vanished: that build is rebuilt when needed
 
 
-def _merge_item(item: Path, target: Path, depth: int) -> None:
+def _merge_item(item: Path, target: Path, depth: int, replace_rebuilt: bool = False) -> None:
     if item.is_symlink() or not (item.is_dir() or item.is_file()) or item.is_file() and item.name in TRANSIENT:
         return
     if target.exists() or target.is_symlink():
-        if depth > 0 and target.is_dir() and not target.is_symlink() and item.is_dir():
-            _merge(item, target, depth - 1)
+        if replace_rebuilt and _rebuilt(item, target):
+            shutil.move(str(target), str(target.with_name(target.name + f".{os.getpid()}.old")))
+            _merge_item(item, target, depth)
+            shutil.rmtree(target.with_name(target.name + f".{os.getpid()}.old"), ignore_errors=True)
+        elif depth > 0 and target.is_dir() and not target.is_symlink() and item.is_dir():
+            _merge(item, target, depth - 1, replace_rebuilt)
         return
     if _size(item) > MAX_KEEP_BYTES:
         return
@@ -123,6 +159,17 @@ def _merge_item(item: Path, target: Path, depth: int) -> None:
         partial.rename(target)  # whole or not at all: a concurrent reader never sees half an entry
     finally:
         shutil.rmtree(partial, ignore_errors=True) if partial.is_dir() else partial.unlink(missing_ok=True)
+
+
+def _rebuilt(item: Path, kept: Path) -> bool:
+    """A torch extension's folder whose build.ninja differs from the kept one's (ninja rebuilt it)."""
+    ninja, kept_ninja = item / "build.ninja", kept / "build.ninja"
+    if not item.is_dir() or kept.is_symlink() or not kept.is_dir() or ninja.is_symlink() or not ninja.is_file():
+        return False
+    try:
+        return not kept_ninja.is_file() or ninja.read_bytes() != kept_ninja.read_bytes()
+    except OSError:
+        return False
 
 
 def _links(folder: str, names: list[str]) -> list[str]:

@@ -22,12 +22,14 @@ UNSEALED = ("/dev/shm", "/proc")
 SEALED_IN_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 
 
-def seal_file_systems(writable: tuple[str, ...], hidden: tuple[str, ...] = (), private: tuple[str, ...] = ()) -> None:
+def seal_file_systems(writable: tuple[str, ...], hidden: tuple[str, ...] = (), private: tuple[str, ...] = (),
+                      binds: tuple[tuple[str, str], ...] = ()) -> None:
     """In a mount namespace of our own: every mount read-only (UNSEALED aside), each ``hidden`` folder covered
     by an empty read-only tmpfs, each ``private`` folder (the roots other processes' scratch folders live in)
-    covered by one that shows only the ``writable`` folders inside it, then each ``writable`` folder bound back
-    read-write. Best effort, mount by mount: what could not be sealed or hidden shows in /proc/<pid>/mountinfo,
-    which the trusted side reads (writable_in, covered_in)."""
+    covered by one that shows only the ``writable`` folders inside it and the targets of ``binds`` (source,
+    target: a writable folder's subfolder shown again at a path inside the cover), then each ``writable`` folder
+    and bind target made read-write. Best effort, mount by mount: what could not be sealed or hidden shows in
+    /proc/<pid>/mountinfo, which the trusted side reads (writable_in, covered_in)."""
     for point in mount_points(Path("/proc/self/mountinfo")):
         if not any(point == top or point.startswith(top + "/") for top in UNSEALED):
             _remount(point.encode(), read_only=True)
@@ -36,16 +38,19 @@ def seal_file_systems(writable: tuple[str, ...], hidden: tuple[str, ...] = (), p
     for folder in hidden:
         _libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k")
     for root in private:
-        _cover_but(root, [w for w in writable if os.path.dirname(w.rstrip("/")) == root.rstrip("/")])
-    for folder in writable:
+        _cover_but(root, [w for w in writable if os.path.dirname(w.rstrip("/")) == root.rstrip("/")],
+                   [b for b in binds if os.path.dirname(b[1].rstrip("/")) == root.rstrip("/")])
+    for folder in (*writable, *(target for _, target in binds)):
         _bind(folder.encode(), read_only=False)
 
 
-def _cover_but(root: str, keep: list[str]) -> None:
+def _cover_but(root: str, keep: list[str], binds: list[tuple[str, str]] = ()) -> None:
     """``root`` covered by a tmpfs that holds only ``keep`` (folders directly inside it), each bound back from
     where it was: the other folders there, made before this process or after, cannot be seen. A live oracle
     read other candidates' requests from their scratch folders and wrote answers into its own (a review's
-    ``fs_oracle``, twenty-fourth session). The folders are held open first: the cover hides their paths."""
+    ``fs_oracle``, twenty-fourth session). The folders are held open first: the cover hides their paths.
+    Each of ``binds`` (a folder inside a kept one, a path directly inside ``root``) is then shown at its
+    target too, where it can be (a failure leaves the target out, the cover as it is)."""
     held = []
     try:
         held = [(folder, os.open(folder, os.O_PATH | os.O_DIRECTORY)) for folder in keep]
@@ -60,12 +65,24 @@ def _cover_but(root: str, keep: list[str]) -> None:
                 os.mkdir(folder)
                 if _libc.mount(f"/proc/self/fd/{fd}".encode(), folder.encode(), None, MS_BIND | MS_REC, None):
                     raise OSError(ctypes.get_errno(), f"bind {folder}")
+            for source, target in binds:
+                _bind_at(source, target)
             _libc.mount(None, root.encode(), None, MS_REMOUNT | MS_RDONLY | flags, None)
         except OSError:
             _libc.umount2(root.encode(), MNT_DETACH)  # the folders as they were: seen, but the process works
     finally:
         for _, fd in held:
             os.close(fd)
+
+
+def _bind_at(source: str, target: str) -> None:
+    """``source`` (inside a folder bound back into a cover) shown at ``target`` (a new folder in the cover)."""
+    try:
+        os.mkdir(target)
+    except OSError:
+        return
+    if os.path.isdir(source) and not os.path.islink(source):
+        _libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None)
 
 
 def covered_in(pid: int, path: Path) -> bool:

@@ -195,7 +195,8 @@ def _enter_namespaces(writable: tuple[str, ...] = ()) -> None:
         if _libc.mount(None, b"/", None, mounts.MS_REC | mounts.MS_PRIVATE, None) == 0:
             _libc.mount(b"proc", b"/proc", b"proc", mounts.MS_NOSUID | mounts.MS_NODEV | mounts.MS_NOEXEC, None)
             mounts.seal_file_systems(writable, hidden=(str(kernel_cache.store()),),  # others' kept builds
-                                     private=folders.private_roots(writable))  # others' scratch and tmp
+                                     private=folders.private_roots(writable),  # others' scratch and tmp
+                                     binds=kernel_cache.build_binds(writable))  # its builds at a path kept
         return
     os.closerange(3, 1 << 16)  # includes Popen's exec-status pipe: Popen returns now, as after an exec
     status = _wait_while_parent_lives(child)
