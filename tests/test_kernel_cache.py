@@ -142,3 +142,68 @@ def test_a_kept_load_inline_build_is_loaded_not_built_again(tmp_path):
     assert any(entry.rglob("kmcp_reuse_kept*.so")) and not any(entry.rglob("lock"))
     second = check(VECTOR_ADD, candidate, device="cpu")
     assert second.passed, (second.verdict, [f.message for f in second.findings])
+
+
+def _extension(scratch, ninja: str, so: str = "built"):
+    folder = scratch / "torch_extensions" / "ext"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "build.ninja").write_text(ninja)
+    (folder / "ext.so").write_text(so)
+    return folder
+
+
+SHARED = f"build main.o: compile /cache/scratch/{kernel_cache.BUILD_PATH}/ext/main.cpp\n"
+
+
+def test_an_extension_built_again_at_the_shared_path_replaces_the_kept_one_and_nothing_else_does(store, tmp_path):
+    """A build kept from another path (or toolchain) is built again at the shared build path; that build replaces the
+    kept one, else every later check would build it again. One made in a scratch folder (no mount namespace: its
+    paths differ every run) never replaces one, nor does a build.ninja too large to be a build's."""
+    candidate = tmp_path / "c.py"
+    candidate.write_text("x = 1\n")
+    key = kernel_cache.key_for(candidate)
+    kept = store / key / "torch_extensions" / "ext"
+    for k, (ninja, so, replaced) in enumerate([("old paths\n", "first", True), (SHARED, "second", True),
+                                               ("scratch paths\n", "third", False)]):
+        scratch = tmp_path / f"s{k}"
+        kernel_cache.prepare(scratch)
+        _extension(scratch, ninja, so)
+        kernel_cache.keep(key, scratch)
+        assert (kept / "ext.so").read_text() == ("second" if k else "first"), k
+    huge = tmp_path / "huge"
+    kernel_cache.prepare(huge)
+    folder = _extension(huge, SHARED, "huge")
+    with open(folder / "build.ninja", "r+b") as f:
+        f.truncate(kernel_cache.NINJA_MAX_BYTES + 1)  # sparse: never read whole
+    kernel_cache.keep(key, huge)
+    assert (kept / "ext.so").read_text() == "second"
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["ext"]  # no partial or set-aside copy left
+
+
+def test_a_store_entry_linked_elsewhere_never_gets_a_folder_replaced(store, tmp_path):
+    """Without a mount namespace a candidate can write the store, and could link its entry's torch_extensions to any
+    folder: a kept build is replaced only where no link stands between the store and it (a review, thirtieth
+    session)."""
+    candidate = tmp_path / "c.py"
+    candidate.write_text("x = 1\n")
+    key = kernel_cache.key_for(candidate)
+    victim = tmp_path / "victim" / "ext"
+    victim.mkdir(parents=True)
+    (victim / "precious.txt").write_text("keep me")
+    (store / key).mkdir(parents=True)
+    (store / key / "torch_extensions").symlink_to(victim.parent)
+    scratch = tmp_path / "s"
+    kernel_cache.prepare(scratch)
+    _extension(scratch, SHARED)
+    kernel_cache.keep(key, scratch)
+    assert (victim / "precious.txt").read_text() == "keep me" and not (victim / "ext.so").exists()
+
+
+def test_a_build_kept_with_another_torch_is_never_filled_in(store, tmp_path, monkeypatch):
+    """ninja tracks commands and file times, not the torch library an extension was linked against: a kept build
+    from before torch changed must not be loaded after (an undefined symbol at import fails an honest kernel)."""
+    candidate = tmp_path / "c.py"
+    candidate.write_text("x = 1\n")
+    before = kernel_cache.key_for(candidate)
+    monkeypatch.setattr(kernel_cache, "_toolchain", lambda: "python (3, 11, 7) torch 99.0")
+    assert kernel_cache.key_for(candidate) != before

@@ -26,10 +26,14 @@ copy only costs a rebuild.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
+import stat
+import sys
 from pathlib import Path
 
 from kernel_mcp.files import cache_root
@@ -57,9 +61,22 @@ def key_for(candidate: Path) -> str:
     """Which store entry a candidate's processes fill from: its path and its bytes. Its path, not only its
     folder: whatever its process leaves in its build caches is kept for the next check of it, so two files of
     the same bytes in one folder would otherwise share notes (a writer and its byte-identical twin, which reads
-    what the writer left when both are served a batch's same inputs: a review, twenty-fourth session)."""
-    digest = hashlib.sha256(str(candidate.resolve()).encode() + b"\0" + candidate.read_bytes())
+    what the writer left when both are served a batch's same inputs: a review, twenty-fourth session).
+    Also the toolchain's versions: ninja tracks commands and file times, not the library a kept extension was
+    linked against, so a build kept before torch or Python changed is never loaded after (a review, thirtieth
+    session: an undefined symbol at import, an honest kernel failed)."""
+    digest = hashlib.sha256(str(candidate.resolve()).encode() + b"\0" + candidate.read_bytes() + b"\0"
+                            + _toolchain().encode())
     return digest.hexdigest()[:24]
+
+
+@functools.lru_cache(maxsize=1)
+def _toolchain() -> str:
+    try:
+        torch = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch = "none"
+    return f"python {sys.version_info[:3]} torch {torch}"
 
 
 def scratch_env(scratch: Path) -> dict[str, str]:
@@ -115,10 +132,11 @@ def fill(key: str, scratch: Path) -> None:
 def keep(key: str, scratch: Path) -> None:
     """Keep the builds a candidate's process made: new entries, and a torch extension it built again (its
     build.ninja changed: built at another path or with another toolchain) in place of the kept one; the store is
-    never loaded from, so replacing there cannot pull a file from under a running process."""
+    never loaded from, so replacing there cannot pull a file from under a running process. Nothing is written
+    through a link between the store and the entry (one a candidate without a mount namespace could make)."""
     entry = store() / key
     for name in KINDS.values():
-        if (scratch / name).is_dir() and not (scratch / name).is_symlink():
+        if (scratch / name).is_dir() and not (scratch / name).is_symlink() and _no_link_above(entry / name):
             _merge(scratch / name, entry / name, MERGE_DEPTH[name], replace_rebuilt=True)
     _prune()
 
@@ -139,37 +157,79 @@ def _merge_item(item: Path, target: Path, depth: int, replace_rebuilt: bool = Fa
     if item.is_symlink() or not (item.is_dir() or item.is_file()) or item.is_file() and item.name in TRANSIENT:
         return
     if target.exists() or target.is_symlink():
-        if replace_rebuilt and _rebuilt(item, target):
-            shutil.move(str(target), str(target.with_name(target.name + f".{os.getpid()}.old")))
-            _merge_item(item, target, depth)
-            shutil.rmtree(target.with_name(target.name + f".{os.getpid()}.old"), ignore_errors=True)
+        if replace_rebuilt and _rebuilt(item, target) and _no_link_above(target):
+            _copy_whole(item, target, replace=True)
         elif depth > 0 and target.is_dir() and not target.is_symlink() and item.is_dir():
             _merge(item, target, depth - 1, replace_rebuilt)
         return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _copy_whole(item, target)
+
+
+def _copy_whole(item: Path, target: Path, replace: bool = False) -> None:
+    """``item`` copied to ``target`` whole or not at all (a concurrent reader never sees half an entry); with
+    ``replace``, the folder there swapped for the copy only once the copy is complete (a failed copy keeps it)."""
     if _size(item) > MAX_KEEP_BYTES:
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + f".{os.getpid()}.partial")
+    aside = target.with_name(target.name + f".{os.getpid()}.old")
     try:
         if item.is_dir():
             shutil.copytree(item, partial, ignore=_links)
             _repoint_groups(partial, target)
         else:
             shutil.copy2(item, partial)
-        partial.rename(target)  # whole or not at all: a concurrent reader never sees half an entry
+        if not replace:
+            partial.rename(target)
+            return
+        target.rename(aside)
+        try:
+            partial.rename(target)
+        except OSError:
+            aside.rename(target)  # the kept build back as it was
+            raise
     finally:
-        shutil.rmtree(partial, ignore_errors=True) if partial.is_dir() else partial.unlink(missing_ok=True)
+        for leftover in (partial, aside):
+            shutil.rmtree(leftover, ignore_errors=True) if leftover.is_dir() else leftover.unlink(missing_ok=True)
+
+
+NINJA_MAX_BYTES = 1 << 20  # a load_inline build.ninja is a few KB; anything larger is not compared (nor read)
 
 
 def _rebuilt(item: Path, kept: Path) -> bool:
-    """A torch extension's folder whose build.ninja differs from the kept one's (ninja rebuilt it)."""
-    ninja, kept_ninja = item / "build.ninja", kept / "build.ninja"
-    if not item.is_dir() or kept.is_symlink() or not kept.is_dir() or ninja.is_symlink() or not ninja.is_file():
+    """A torch extension's folder built at the shared build path (build_here) whose build.ninja differs from the
+    kept one's: ninja built it again (a build kept from another path, or another toolchain). A build made in
+    a scratch folder (no mount namespace) never replaces one: its paths differ on every run."""
+    if not item.is_dir() or item.is_symlink() or kept.is_symlink() or not kept.is_dir():
         return False
+    new, old = _small_file(item / "build.ninja"), _small_file(kept / "build.ninja")
+    return new is not None and f"{os.sep}{BUILD_PATH}{os.sep}".encode() in new and new != old
+
+
+def _small_file(path: Path) -> bytes | None:
+    """A regular file's bytes, read without following a link, when it is at most NINJA_MAX_BYTES; else None."""
     try:
-        return not kept_ninja.is_file() or ninja.read_bytes() != kept_ninja.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > NINJA_MAX_BYTES:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(NINJA_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def _no_link_above(target: Path) -> bool:
+    """No symbolic link between the store and ``target``: a folder replaced there is the one its path names (a
+    candidate that could write the store, without a mount namespace, could link its entry to any folder)."""
+    try:
+        relative = target.relative_to(store())
+    except ValueError:
         return False
+    return Path(os.path.realpath(target)) == Path(os.path.realpath(store())) / relative
 
 
 def _links(folder: str, names: list[str]) -> list[str]:

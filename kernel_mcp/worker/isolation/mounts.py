@@ -37,52 +37,56 @@ def seal_file_systems(writable: tuple[str, ...], hidden: tuple[str, ...] = (), p
         _bind(path.encode(), read_only=True)
     for folder in hidden:
         _libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k")
+    shown = []  # bind targets made inside a cover (never a folder of the same name outside one)
     for root in private:
-        _cover_but(root, [w for w in writable if os.path.dirname(w.rstrip("/")) == root.rstrip("/")],
-                   [b for b in binds if os.path.dirname(b[1].rstrip("/")) == root.rstrip("/")])
-    for folder in (*writable, *(target for _, target in binds)):
+        shown += _cover_but(root, [w for w in writable if os.path.dirname(w.rstrip("/")) == root.rstrip("/")],
+                            [b for b in binds if os.path.dirname(b[1].rstrip("/")) == root.rstrip("/")])
+    for folder in (*writable, *shown):
         _bind(folder.encode(), read_only=False)
 
 
-def _cover_but(root: str, keep: list[str], binds: list[tuple[str, str]] = ()) -> None:
+def _cover_but(root: str, keep: list[str], binds: list[tuple[str, str]] = ()) -> list[str]:
     """``root`` covered by a tmpfs that holds only ``keep`` (folders directly inside it), each bound back from
     where it was: the other folders there, made before this process or after, cannot be seen. A live oracle
     read other candidates' requests from their scratch folders and wrote answers into its own (a review's
     ``fs_oracle``, twenty-fourth session). The folders are held open first: the cover hides their paths.
     Each of ``binds`` (a folder inside a kept one, a path directly inside ``root``) is then shown at its
-    target too, where it can be (a failure leaves the target out, the cover as it is)."""
+    target too, where it can be (a failure leaves the target out, the cover as it is). Returns the targets
+    shown (none where the cover could not be made)."""
     held = []
     try:
         held = [(folder, os.open(folder, os.O_PATH | os.O_DIRECTORY)) for folder in keep]
     except OSError:
-        return
+        return []
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
     try:
         if _libc.mount(b"tmpfs", root.encode(), b"tmpfs", flags, b"size=16k,mode=755") != 0:
-            return
+            return []
         try:
             for folder, fd in held:
                 os.mkdir(folder)
                 if _libc.mount(f"/proc/self/fd/{fd}".encode(), folder.encode(), None, MS_BIND | MS_REC, None):
                     raise OSError(ctypes.get_errno(), f"bind {folder}")
-            for source, target in binds:
-                _bind_at(source, target)
+            shown = [target for source, target in binds if _bind_at(source, target)]
             _libc.mount(None, root.encode(), None, MS_REMOUNT | MS_RDONLY | flags, None)
+            return shown
         except OSError:
             _libc.umount2(root.encode(), MNT_DETACH)  # the folders as they were: seen, but the process works
+            return []
     finally:
         for _, fd in held:
             os.close(fd)
 
 
-def _bind_at(source: str, target: str) -> None:
+def _bind_at(source: str, target: str) -> bool:
     """``source`` (inside a folder bound back into a cover) shown at ``target`` (a new folder in the cover)."""
     try:
         os.mkdir(target)
     except OSError:
-        return
-    if os.path.isdir(source) and not os.path.islink(source):
-        _libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None)
+        return False
+    if not os.path.isdir(source) or os.path.islink(source):
+        return False
+    return _libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None) == 0
 
 
 def covered_in(pid: int, path: Path) -> bool:
