@@ -158,7 +158,9 @@ def plant():
     (Path(os.environ["TRITON_CACHE_DIR"]) / "PLANTED_ENTRY").mkdir(parents=True, exist_ok=True)
     (Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "PLANTED_EXT").mkdir(parents=True, exist_ok=True)
     for target in [cache / "judges" / "PLANTED_ENTRY", cache / "kernels" / "PLANTED_KEY" / "triton" / "x",
-                   *(p / "PLANTED" for p in (cache / "scratch").iterdir() if str(p) != os.environ["HOME"]),
+                   # every scratch folder but its own (and its own build folder, bound beside them)
+                   *(p / "PLANTED" for p in (cache / "scratch").iterdir() if str(p) != os.environ["HOME"]
+                     and not os.path.samefile(p, os.environ["TORCH_EXTENSIONS_DIR"])),
                    *(p / "PLANTED" for p in (cache / "judges").iterdir())]:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -16,15 +16,17 @@
 #                                             # traced (also: one level-1 problem judged alone, by name)
 #   bash tools/gpu_owed.sh compare    # bench/compare_bench.py: where a 1.6G-element output's comparison goes
 #   bash tools/gpu_owed.sh reward     # bench/reward_bench.py: 64 concurrent rollouts through the reward API, timed
+#   bash tools/gpu_owed.sh rebuild    # bench/rebuild_bench.py: a CUDA load_inline candidate checked twice, the second
+#                                     # loading the first's kept build; beside it the same without namespaces (rebuilt)
 #   bash tools/gpu_owed.sh batch KB MANIFEST [SIDE]  # bench/batch_bench.py: judged per hour on generations not
 #            # judged before (bench/data/generations_judged.jsonl); one side a call (batch, then loop on the same
 #            # warm machine; BUDGET_S=SECONDS shortens the window, 480 by default): a side needs several
 #            # candidates' time (about 90 s each on a GPU) to pass its start-up
 set -uo pipefail
-step=${1:?usage: gpu_owed.sh smoke|attacks|timing|numerics|tune|kernelbench|rerun|memory|compare|reward|batch [args]}
-case $step in smoke|attacks|timing|numerics|tune|kernelbench|rerun|memory|compare|reward|batch) ;;
+step=${1:?usage: gpu_owed.sh STEP [args] (the steps above)}
+case $step in smoke|attacks|timing|numerics|tune|kernelbench|rerun|memory|compare|reward|rebuild|batch) ;;
   *) echo "unknown step: $step (one of smoke attacks timing numerics tune kernelbench rerun memory compare reward" \
-       "batch)" >&2; exit 2 ;; esac
+       "rebuild batch)" >&2; exit 2 ;; esac
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
@@ -76,6 +78,10 @@ compare)
 reward)  # issue 38: rewards an hour, no secret in any reward, no process left behind
   timeout 500 python3 bench/reward_bench.py --rollouts 64 --concurrency 64 --device cuda --timed \
     > "$OUT/reward.json" 2> "$OUT/log.txt"; cat "$OUT/reward.json"; tail -5 "$OUT/log.txt" ;;
+rebuild)  # issue 38: a kept load_inline build loaded, not built again (worker/isolation/kernel_cache.py)
+  timeout 250 python3 bench/rebuild_bench.py --device cuda --rounds 3 > "$OUT/shared_path.jsonl" 2>&1
+  KERNEL_MCP_PID_NAMESPACE=0 timeout 250 python3 bench/rebuild_bench.py --device cuda --rounds 3 \
+    > "$OUT/no_namespace.jsonl" 2>&1; tail -1 "$OUT/shared_path.jsonl" "$OUT/no_namespace.jsonl" ;;
 rerun)  # a check whose judge finds no room beside others runs again alone (each check waits 5 s per input made)
   pytest_v 400 -n 0 tests/test_gpu.py -k no_room > "$OUT/pytest.txt" 2>&1; tail -6 "$OUT/pytest.txt" ;;
 memory)  # the judge's allocated and reserved memory at each phase (worker/trace.py) against the check's estimated need
