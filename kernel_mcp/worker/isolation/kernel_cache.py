@@ -3,10 +3,11 @@ candidate, so no candidate can plant a build that another candidate, the referen
 
 A process that runs candidate code builds into its own scratch folder. Before it starts, trusted code
 (the judge, or the runner for compile steps) fills that folder from the store entry of *this* candidate
-(keyed by its folder and bytes); after it ends, trusted code keeps the new builds in that entry. Those
-processes do not see the store at all where they get a mount namespace (an empty tmpfs covers it:
-sandbox._enter_namespaces), so the only builds a candidate can plant are its own (code it could run
-directly anyway), and nothing another candidate left there (a note among its builds) can be read.
+(keyed by its path, its bytes and the toolchain's versions); after it ends, trusted code keeps the new
+builds in that entry. Those processes do not see the store at all where they get a mount namespace (an
+empty tmpfs covers it: sandbox._enter_namespaces), so the only builds a candidate can plant are its own
+(code it could run directly anyway), and nothing another candidate left there (a note among its builds) can
+be read.
 Without namespaces (no root, no user namespaces) the store is writable by the candidate's user, like
 every file of that user; the check then says `no_pid_namespace`. The judge itself builds into a private
 temporary folder of its own and loads nothing from here (worker/judge/main.py).
@@ -21,8 +22,9 @@ of the same load_inline candidate took as long as the first: 27.1 s after 30.3 s
 by content hash wherever they sit.
 
 Copies are made by trusted code from folders untrusted code wrote: symbolic links are never copied or
-followed, nothing already there is overwritten (a running process may have loaded it), and a failure to
-copy only costs a rebuild.
+followed, nothing in a process's scratch is overwritten (a running process may have loaded it), the store's
+copy of a torch extension is replaced only by one built again at the shared path (whole, through no link), and
+a failure to copy only costs a rebuild.
 """
 from __future__ import annotations
 
