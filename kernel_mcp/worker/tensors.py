@@ -152,12 +152,13 @@ _SIGNED_VIEW = {getattr(torch, f"uint{bits}"): getattr(torch, f"int{bits}") for 
 
 def poison_in_range(t: torch.Tensor) -> torch.Tensor:
     """A new tensor like ``t`` that a reference reading it sees as other values: NaN for floats; for integers,
-    slices along the first dimension longer than one drawn again from the input's own, with replacement.
-    Every value is one the input holds, and a row stays a row: a class label (or its ignore_index), an index, an
-    index pair stays valid. An out-of-range label is an exception on the CPU but a device-side assert on a GPU,
-    which ends the process (95_CrossEntropyLoss's targets under full-range poison, H100, 2026-12-06). Drawn with
-    replacement, counts and sums of the values change too (a histogram reads its input). An integer input whose
-    slices are all alike (one value everywhere) and bools are poisoned as poison_ does."""
+    its slices along a dimension longer than one drawn again from its own, with replacement (the first such
+    dimension; the next where no draw along it changed anything). Every value is one the input holds, and a row
+    stays a row: a class label (or its ignore_index), an index, an index pair stays valid. An out-of-range label
+    is an exception on the CPU but a device-side assert on a GPU, which ends the process (95_CrossEntropyLoss's
+    targets under full-range poison, H100, 2026-12-06). Drawn with replacement, counts and sums of the values
+    change too (a histogram reads its input). An integer input whose slices are all alike (one value
+    everywhere) and bools are poisoned as poison_ does."""
     fresh = torch.empty_like(t)
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         poison_(fresh)

@@ -31,7 +31,8 @@ def host_tmp_root() -> Path:
     return root
 
 
-PREFIXES = ("kmcp-candidate-", "kmcp-step-", "kmcp-tmp-")  # the folders new_scratch and the hosts' TMPDIRs make
+CANDIDATE, STEP = "kmcp-candidate-", "kmcp-step-"  # scratch folders: a candidate host's, a compile step's
+PREFIXES = (CANDIDATE, STEP, "kmcp-tmp-")  # the folders new_scratch and the hosts' TMPDIRs make
 
 
 def private_roots(writable: tuple[str, ...]) -> tuple[str, ...]:

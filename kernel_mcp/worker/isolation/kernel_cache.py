@@ -39,6 +39,7 @@ import sys
 from pathlib import Path
 
 from kernel_mcp.files import cache_root
+from kernel_mcp.worker.isolation import folders
 
 KINDS = {"TRITON_CACHE_DIR": "triton", "TORCH_EXTENSIONS_DIR": "torch_extensions"}
 MAX_KEEP_BYTES = 512 << 20  # a store entry never grows past this (a flood is dropped, not kept)
@@ -49,10 +50,7 @@ MERGE_DEPTH = {"triton": 0, "torch_extensions": 1}
 # torch's FileBaton: a build holds a file named "lock" in its folder and deletes it when done; a process killed
 # mid-build leaves it, and a copy of it makes every later build of that extension wait for it forever
 TRANSIENT = {"lock"}
-
-
 BUILD_PATH = "torch-extensions"  # inside the scratch root: where a process's own torch_extensions folder is bound
-BUILDING = ("kmcp-candidate-", "kmcp-step-")  # scratch folders of processes that import candidates
 
 
 def store() -> Path:
@@ -91,7 +89,7 @@ def build_binds(writable: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     ``writable`` folders, for its mount namespace (mounts.seal_file_systems)."""
     return tuple((os.path.join(w, KINDS["TORCH_EXTENSIONS_DIR"]), os.path.join(os.path.dirname(w.rstrip("/")),
                                                                                BUILD_PATH))
-                 for w in writable if os.path.basename(w.rstrip("/")).startswith(BUILDING))
+                 for w in writable if os.path.basename(w.rstrip("/")).startswith((folders.CANDIDATE, folders.STEP)))
 
 
 def build_here() -> None:

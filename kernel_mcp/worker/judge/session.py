@@ -101,7 +101,7 @@ class CandidateSession:
         self.ready_info: dict = {}
         self.sealed_paths: list[Path] = []
         self.timeout = 0.0
-        self.scratch = folders.new_scratch("kmcp-candidate-")
+        self.scratch = folders.new_scratch(folders.CANDIDATE)
         kernel_cache.prepare(self.scratch)
         # temporary files go to a short path in /tmp: multiprocessing binds a unix socket there to hand
         # tensors' file descriptors over, and such paths may not exceed 107 bytes

@@ -31,7 +31,7 @@ class StepProcess:
 
     def __init__(self, interpret: bool, pin: dict[str, str] | None = None):
         self.interpret, self.token = interpret, secrets.token_hex(16)
-        self.scratch = folders.new_scratch("kmcp-step-")
+        self.scratch = folders.new_scratch(folders.STEP)
         kernel_cache.prepare(self.scratch)
         self.log_path = self.scratch.parent / f"{self.scratch.name}.log"
         ours, theirs = socket.socketpair()
