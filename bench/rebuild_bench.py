@@ -35,7 +35,7 @@ def timed_check(problem: Path, candidate: Path, device: str) -> tuple[float, str
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--candidate", type=Path)

@@ -258,7 +258,7 @@ def mirrors(args) -> list[Mirror]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--git", action="append", default=[], metavar="OWNER/NAME=GIT_DIR")

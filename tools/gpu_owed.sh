@@ -23,10 +23,9 @@
 #            # warm machine; BUDGET_S=SECONDS shortens the window, 480 by default): a side needs several
 #            # candidates' time (about 90 s each on a GPU) to pass its start-up
 set -uo pipefail
-step=${1:?usage: gpu_owed.sh STEP [args] (the steps above)}
-case $step in smoke|attacks|timing|numerics|tune|kernelbench|rerun|memory|compare|reward|rebuild|batch) ;;
-  *) echo "unknown step: $step (one of smoke attacks timing numerics tune kernelbench rerun memory compare reward" \
-       "rebuild batch)" >&2; exit 2 ;; esac
+steps="smoke attacks timing numerics tune kernelbench rerun memory compare reward rebuild batch"
+step=${1:?"usage: gpu_owed.sh STEP [args], STEP one of: $steps (the header of this script says what each runs)"}
+[[ " $steps " == *" $step "* ]] || { echo "unknown step: $step (one of: $steps)" >&2; exit 2; }
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
