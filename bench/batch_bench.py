@@ -1,7 +1,7 @@
 """Candidates judged per hour: ``kernel-mcp judge`` on a set against a loop of one-shot ``kernel-mcp check``
 calls on the same set, side by side in one run, and whether every verdict agrees (issue 38).
 
-    python bench/batch_bench.py OUT_DIR PROBLEMS CANDIDATES... [--jobs 12] [--loop-jobs 12] [--limit N]
+    python bench/batch_bench.py OUT_DIR PROBLEMS CANDIDATES... [--jobs 12] [--loop-jobs 12] [--limit N] [--builds B]
                                 [--device cuda] [--budget-s 500] [--sides batch,loop] [--skip EARLIER.jsonl ...]
 
 PROBLEMS and CANDIDATES as ``kernel-mcp judge`` takes them (a KernelBench root and a manifest, or one problem
@@ -112,20 +112,23 @@ def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: flo
 
 
 def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: float,
-              side: str = "batch") -> Side:
+              side: str = "batch", builds: int | None = None) -> Side:
     """``kernel-mcp judge`` on the sample (``side`` unshared: ``--no-share``), stopped at ``budget_s`` (its rows so
     far count)."""
     manifest = write_manifest(items, out / "sample.jsonl")
     began = time.monotonic()
     try:
         subprocess.run([*CLI, "judge", str(out), str(manifest), "--out", str(out / side), "--jobs", str(jobs),
-                        "--no-time", "--device", device, "--json", "--share" if side == "batch" else "--no-share"],
+                        "--no-time", "--device", device, "--json", "--share" if side == "batch" else "--no-share",
+                        *(["--builds", str(builds)] if builds is not None else [])],
                        cwd=REPO, env=side_env(out, side), capture_output=True, text=True, timeout=budget_s)
     except subprocess.TimeoutExpired:
         pass
     seconds = time.monotonic() - began
     rows = read_rows(out / side / "results.jsonl")
-    return Side({row.id: row.verdict for row in rows}, seconds, [row.seconds for row in rows])
+    # a slot's time per candidate: its check and the wait for its build ahead (none without builds ahead)
+    return Side({row.id: row.verdict for row in rows}, seconds,
+                [row.seconds + row.phases.get("waited_s", 0.0) for row in rows])
 
 
 def cpu_times() -> tuple[int, int]:
@@ -150,14 +153,16 @@ def steady_rate(durations: list[float], jobs: int) -> int | None:
 
 def phase_medians(rows) -> dict[str, float | None]:
     """Median seconds of a batch row's phases: up to the candidate's import (judge, lease, reference), the
-    import (with any build), the cases (and the verdict)."""
+    import (with any build), the cases (and the verdict); of the builds ahead, and of a slot's wait for one."""
     def median(values: list[float]) -> float | None:
         return round(statistics.median(values), 2) if values else None
     timed = [r for r in rows if "cases_at" in r.phases]
     return {"before_import": median([r.phases["import_at"] for r in timed]),
             "import": median([r.phases["cases_at"] - r.phases["import_at"] for r in timed]),
             "cases": median([r.seconds - r.phases["cases_at"] for r in timed]),
-            "whole": median([r.seconds for r in rows])}
+            "whole": median([r.seconds for r in rows]),
+            "prebuild": median([r.phases["prebuild_s"] for r in rows if r.phases.get("prebuild_s")]),
+            "waited_for_build": median([r.phases["waited_s"] for r in rows if "waited_s" in r.phases])}
 
 
 def main() -> int:
@@ -170,6 +175,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--budget-s", type=float, default=500.0, help="seconds for each side")
+    parser.add_argument("--builds", type=int, default=None, help="judge's --builds (default: its own)")
     parser.add_argument("--sides", default="batch,loop", help="of batch, unshared, loop; run in this order")
     parser.add_argument("--skip", type=Path, nargs="*", default=[], help="JSONL rows of candidates judged before")
     args = parser.parse_args()
@@ -187,7 +193,7 @@ def main() -> int:
         if side == "loop":
             sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s)
         else:
-            sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side)
+            sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side, args.builds)
         busy[side] = busy_share(before, cpu_times())
         done = sides[side]
         print(f"{side}: {len(done.verdicts)} judged in {done.seconds:.0f} s: "

@@ -9,6 +9,7 @@ one instrument on one machine state.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from kernel_mcp.batch.contestants import compiled_reference
 from kernel_mcp.batch.ledger import Judged, Ledger
+from kernel_mcp.batch.prebuild import Prebuilds
 from kernel_mcp.batch.sharing import BatchSharing, scheduled
 from kernel_mcp.batch.sources import Item
 from kernel_mcp.errors import UsageError
@@ -29,38 +31,60 @@ from kernel_mcp.worker.protocol import SharedReference
 
 def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "auto", jobs: int = 4,
                 timed: bool = True, budget_s: float = 2.0, shapes: str | None = None,
-                on_row: Callable[[Judged], None] | None = None, share: bool = True) -> Ledger:
+                on_row: Callable[[Judged], None] | None = None, share: bool = True,
+                builds: int | None = None) -> Ledger:
     """Judge every item the ledger in ``folder`` lacks; returns the ledger (every row, earlier ones too).
     ``shapes``: what timing runs on (default: the tests on a CPU, the benchmarks on a GPU); ``share``: the
-    candidates of a problem get the same secret inputs and one float64 truth (batch/sharing.py)."""
+    candidates of a problem get the same secret inputs and one float64 truth (batch/sharing.py); ``builds``:
+    load_inline candidates built that many at a time ahead of their checks (batch/prebuild.py; default
+    ``default_builds``, 0: each builds inside its check)."""
     ledger = Ledger(folder)
     todo = scheduled([item for item in items if not settled(ledger.rows.get(item.id))], jobs)
     settings = ProfileSettings(budget_s=budget_s, shapes=shapes or default_shapes(device))
     contestants = folder / "contestants"
     sharing = BatchSharing(folder, [item.problem for item in todo]) if share else None
     headers = precompile_headers(todo, device, folder / "headers.json")
+    builds = default_builds(runner) if builds is None else builds
+    prebuilds = Prebuilds(todo, runner, builds, ahead=builds + jobs, before_first=headers.join if headers else None)
 
-    def one(item: Item) -> None:
+    def one(item: Item, built_s: float, waited_s: float) -> None:
         shared, lane = sharing.take(item.problem) if sharing else (None, None)
         try:
             row = judge_one(item, runner, device, settings if timed else None, contestants, shared)
         finally:
             if sharing:
                 sharing.done(item.problem, lane)
+        if builds:  # where a slot's time went before the check: the build it waited for, and how long it waited
+            row = row.model_copy(update={"phases": {**row.phases, "prebuild_s": built_s, "waited_s": waited_s}})
         ledger.append(row)
         if on_row:
             on_row(row)
 
+    def slot() -> None:  # one of ``jobs``: candidates in the order their builds end
+        while True:
+            waiting = time.monotonic()
+            if (next_one := prebuilds.take()) is None:
+                return
+            one(*next_one, round(time.monotonic() - waiting, 2))
+
     try:
         with ThreadPoolExecutor(max(1, jobs)) as pool:
-            for _ in pool.map(one, todo):  # re-raises the first unexpected exception
-                pass
+            for future in [pool.submit(slot) for _ in range(max(1, jobs))]:
+                future.result()  # re-raises the first unexpected exception
     finally:
+        prebuilds.close()
         if sharing:
             sharing.close()
         if headers:
             headers.join()  # its compiler runs in a session of its own: never left running past the batch
     return ledger
+
+
+def default_builds(runner: Runner) -> int:
+    """Builds ahead at once: three quarters of this machine's cores (a load_inline build keeps one or two busy:
+    its C++ and CUDA files compile side by side; the rest serve the checks), none where the checks run elsewhere
+    (a Ray cluster's nodes keep their own builds: one made here would never be loaded)."""
+    return max(1, 3 * (os.cpu_count() or 2) // 4) if runner.local_builds else 0
 
 
 def precompile_headers(items: list[Item], device: str, report: Path) -> threading.Thread | None:

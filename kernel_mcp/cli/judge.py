@@ -31,6 +31,9 @@ def judge(problems: Path = typer.Argument(..., help="a problem (folder or Kernel
           timed: bool = typer.Option(True, "--time/--no-time", help="time every candidate that passes, against "
                                      "eager and torch.compile of the reference"),
           budget: float = typer.Option(2.0, help="timing budget per candidate, seconds"),
+          builds: Optional[int] = typer.Option(None, min=0, help="load_inline candidates built at once ahead of "
+                                               "their checks, outside the device's lease (default: three "
+                                               "quarters of the cores; 0: each builds inside its check)"),
           share: bool = typer.Option(True, "--share/--no-share", help="a problem's candidates get the same secret "
                                      "inputs (fresh per run) and one float64 truth, computed once"),
           shapes: str = SHAPES_OPT, gpus: Optional[str] = GPUS_OPT, cluster: Optional[str] = CLUSTER_OPT,
@@ -56,7 +59,7 @@ def judge(problems: Path = typer.Argument(..., help="a problem (folder or Kernel
     try:
         ledger = judge_batch(items, out, runner, device=device, jobs=jobs, timed=timed, budget_s=budget,
                              shapes=None if shapes == "auto" else shapes, on_row=progress.row,
-                             share=share)
+                             share=share, builds=builds)
     finally:
         progress.close()
         close = getattr(runner, "close", None)

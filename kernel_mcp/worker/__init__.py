@@ -22,7 +22,8 @@ Each folder is a process, trust decreasing inward:
                 ``factory.py``), imports exactly one candidate, runs it on tensors it receives
                 (``main.py``); what it sends back is unpickled by a restricted unpickler
     steps/      the UNTRUSTED one-shot steps: record Triton launches, build them per target, capture C++
-                sources, the target a hardware profiler wraps
+                sources, build a batch's torch extensions ahead of their checks, the target a hardware
+                profiler wraps
     isolation/  what every untrusted process gets: allowlisted environment, scratch HOME, its own PID and mount
                 namespace where the OS allows (file systems read-only but its scratch), its own kernel build
                 caches and the precompiled headers it may read (``header_cache.py``), limits, a run token; its
@@ -51,12 +52,14 @@ _DOOR = {
     "prestart_judge": "launch.judge", "run_tool": "launch.toolchain", "tool_env": "launch.toolchain",
     "ToolRun": "launch.toolchain", "run_agent_process": "launch.agent", "agent_event": "launch.agent",
     "build_headers": "launch.headers", "header_flag_sets": "isolation.header_cache",
+    "KEPT_BUILDS": "isolation.kernel_cache",
     # devices, and the hygiene of trusted processes
     "guess_kind": "resolve", "default_shapes": "resolve", "harden_trusted_process": "isolation.sandbox",
     "trace_mark": "trace",
 }
 _RENAMED = {"remember_secret": "remember", "prestart_judge": "prestart", "agent_event": "event_of",
-            "trace_mark": "mark", "header_flag_sets": "flag_sets"}
+            "trace_mark": "mark", "header_flag_sets": "flag_sets",
+            "KEPT_BUILDS": "KEEP_ENTRIES"}
 
 __all__ = sorted(_DOOR)
 

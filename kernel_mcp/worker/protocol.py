@@ -171,7 +171,17 @@ class CaptureRequest(_Message):
     problem_dirs: list[str]
 
 
-StepRequest = Annotated[Union[RecordRequest, BuildRequest, CaptureRequest], Field(discriminator="kind")]
+class PrebuildRequest(_Message):
+    """Import a candidate as its check's host will, so the torch extensions it builds on import (load_inline) are
+    built now, outside any device lease, and kept for its check (worker/steps/prebuild.py)."""
+
+    kind: Literal["prebuild"] = "prebuild"
+    candidate: str
+    problem_dirs: list[str]
+
+
+StepRequest = Annotated[Union[RecordRequest, BuildRequest, CaptureRequest, PrebuildRequest],
+                        Field(discriminator="kind")]
 STEP_REQUEST = TypeAdapter(StepRequest)
 
 

@@ -39,6 +39,7 @@ class OnThisMachine:
 class Runner(Protocol):
     """What tools ask of a runner: LocalRunner (local.py), PoolRunner (runners/pool.py), RayRunner (ray.py)."""
     parallel: int  # evaluations worth running at once
+    local_builds: bool  # its checks load the builds kept on this machine (a build made here ahead is used)
 
     def judge(self, request: JudgeRequest, device: str = "auto", on_progress: ProgressFn | None = None,
               problem: Problem | None = None) -> CheckResult | ProfileResult: ...

@@ -34,6 +34,7 @@ from kernel_mcp.worker.runners.unsealed import UnsealedTargets
 class LocalRunner(UnsealedTargets):
     """Judges, step hosts and the toolchain's heavy users on this machine (``warm``: keep spares booted)."""
     parallel = 1  # evaluations worth running at once (a pool: one per worker)
+    local_builds = True  # its checks fill their build caches from this machine's kernel store
 
     def __init__(self, warm: bool = False, spares: int = 1, pin: dict[str, str] | None = None,
                  step_hosts: bool = True):

@@ -56,6 +56,7 @@ class _Waiter:
 
 class PoolRunner(OnThisMachine):
     """Several workers behind the Runner methods (base.Runner). Use ``gpu_pool`` or ``cpu_pool``."""
+    local_builds = True  # its workers' checks fill from this machine's kernel store, as its steps keep into it
 
     def __init__(self, workers: list[tuple[str, str, int | None, dict[str, str]]], warm: bool = True,
                  spares: int = 1, retries: int = 1):

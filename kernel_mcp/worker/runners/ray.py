@@ -55,6 +55,7 @@ class RayRunner(OnThisMachine):
     or this machine's cluster), "HOST:6379", "ray://HOST:10001" (Ray Client) or "local" (start one here; ``init_kwargs``
     go to ``ray.init``). ``retries``: how often a task lost with its worker runs again. ``spares``: judges booted ahead
     by each Ray worker process (H200, a tune measurement: 12.6 s with 1, 5.9 s with 4)."""
+    local_builds = False  # a node's checks fill from that node's kernel store, never this machine's
 
     def __init__(self, address: str = "auto", retries: int = 3, spares: int = 1, **init_kwargs: Any):
         if retries < 0 or spares < 0:

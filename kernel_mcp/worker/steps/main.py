@@ -1,8 +1,9 @@
 """The untrusted process of one compile step: record a candidate's Triton launches, build them for targets,
-or capture its C++ sources. Started like a candidate host (worker/isolation/sandbox.py), it imports torch and
-Triton at once and then waits for exactly one ``StepRequest`` (JSON) on its socket, so a warm one can
-be started ahead of need; it answers with one ``StepReply`` (JSON, never pickle: the caller does not
-unpickle what candidate code could have written) and exits. Usage (by worker/launch/step.py only):
+capture its C++ sources, or build its torch extensions ahead of its check. Started like a candidate host
+(worker/isolation/sandbox.py), it imports torch and Triton at once and then waits for exactly one
+``StepRequest`` (JSON) on its socket, so a warm one can be started ahead of need; it answers with one
+``StepReply`` (JSON, never pickle: the caller does not unpickle what candidate code could have written) and
+exits. Usage (by worker/launch/step.py only):
 ``python -B -m kernel_mcp.worker.steps.main FD``.
 """
 from __future__ import annotations
@@ -24,6 +25,8 @@ def _run(request) -> list:
         from kernel_mcp.worker.steps.triton_record import run
     elif request.kind == "build":
         from kernel_mcp.worker.steps.triton_build import run
+    elif request.kind == "prebuild":
+        from kernel_mcp.worker.steps.prebuild import run
     else:
         from kernel_mcp.worker.steps.cpp_capture import run
     return run(request)

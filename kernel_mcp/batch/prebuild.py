@@ -1,0 +1,107 @@
+"""Candidates' torch extensions built ahead of their checks, outside the device's lease (issue 38).
+
+A load_inline candidate spends most of its check building (a median of 46 s of its 64 s on an H100, thirtieth
+session), and a check holds its lease, with its device memory reserved, from before the reference runs until
+its last case: the GPU waited on compilers while later checks waited for memory (3 of 9 waited 30-43 s; the
+CPUs were 28 % busy). Here ``builds`` step hosts import each such candidate first (worker/steps/prebuild.py);
+the runner keeps what they build for that candidate alone (worker/isolation/kernel_cache.py), and the check
+loads it. The checks take candidates in the order their builds end, so one slow build holds up no other check.
+
+A build that fails or times out here costs time, never a verdict: the check builds it again and says what happens.
+At most ``ahead`` candidates are built and not yet checked, far fewer than the kernel store keeps
+(worker/isolation/kernel_cache.py, KEEP_ENTRIES), so no build is pruned before its check loads it.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from kernel_mcp.batch.sources import Item
+from kernel_mcp.problem import load_problem
+from kernel_mcp.worker import KEPT_BUILDS, Runner
+from kernel_mcp.worker.protocol import PrebuildRequest
+
+# what marks a candidate that builds a torch extension when imported (read as text, as header_cache does)
+BUILD_MARKERS = ("load_inline", "cpp_extension")
+
+
+def builds_on_import(item: Item) -> bool:
+    try:
+        source = item.candidate.read_text(errors="replace")
+    except OSError:
+        return False  # its check says what is wrong with the file
+    return any(marker in source for marker in BUILD_MARKERS)
+
+
+class Prebuilds:
+    """Hands out a batch's candidates (``take``), each once its build is done: ``builds`` build at once, in the
+    order given, at most ``ahead`` of the checks. ``builds`` 0: handed out in order, nothing built ahead.
+    ``before_first``: waited for before the first build (the precompiled headers: a build made before them
+    would differ from its check's, which then builds again)."""
+
+    def __init__(self, items: list[Item], runner: Runner, builds: int, ahead: int,
+                 before_first: Callable[[], None] | None = None):
+        self._todo = queue.SimpleQueue()
+        for item in items:
+            self._todo.put(item)
+        self._ready: queue.SimpleQueue[tuple[Item, float]] = queue.SimpleQueue()
+        self._left, self._lock = len(items), threading.Lock()
+        self._window = threading.BoundedSemaphore(max(1, min(ahead, KEPT_BUILDS // 2)))
+        self._stop = threading.Event()
+        self._runner, self._before_first = runner, before_first
+        self._first = threading.Lock()
+        self._threads = [threading.Thread(target=self._build_loop, name=f"prebuild-{k}") for k in range(builds)]
+        if not self._threads:
+            while not self._todo.empty():
+                self._ready.put((self._todo.get(), 0.0))
+        for thread in self._threads:
+            thread.start()
+
+    def take(self) -> tuple[Item, float] | None:
+        """The next candidate whose build is done and the seconds its build took (0: nothing built ahead);
+        None once every candidate was handed out. Blocks while builds run."""
+        with self._lock:
+            if self._left == 0:
+                return None
+            self._left -= 1
+        item, seconds = self._ready.get()
+        if self._threads:
+            self._window.release()
+        return item, seconds
+
+    def close(self) -> None:
+        """No new build starts; those running end (each within its import timeout)."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+    def _build_loop(self) -> None:
+        while not self._stop.is_set():
+            if not self._window.acquire(timeout=0.5):
+                continue
+            try:
+                item = self._todo.get_nowait()
+            except queue.Empty:
+                self._window.release()
+                return
+            began = time.monotonic()
+            try:
+                if builds_on_import(item) and not self._stop.is_set():
+                    self._build(item)
+            finally:
+                self._ready.put((item, round(time.monotonic() - began, 2)))
+
+    def _build(self, item: Item) -> None:
+        with self._first:  # once: every later build waits for it too (held only while it runs)
+            if self._before_first is not None:
+                self._before_first()
+                self._before_first = None
+        try:
+            problem = load_problem(item.problem)
+            request = PrebuildRequest(candidate=str(item.candidate),
+                                      problem_dirs=[str(problem.folder), str(problem.folder.parent)])
+            self._runner.step(request, problem, problem.spec.timeouts.import_)
+        except Exception:  # noqa: BLE001  (a build ahead only saves time: the check builds, judges, says why)
+            pass
