@@ -111,6 +111,30 @@ def test_a_load_inline_candidate_built_ahead_is_loaded_by_its_check_not_built_ag
     assert (failed.verdict, failed.cause) == (alone.verdict, alone.cause) and not failed.passed
 
 
+def test_a_reward_builds_its_rollout_ahead_and_its_check_loads_that_build(tmp_path, monkeypatch):
+    """The reward API too: a rollout's load_inline build is made before its check, which loads it (the fixture
+    fails its import if its check built it again)."""
+    import asyncio
+
+    from kernel_mcp.batch.reward import Rewarder
+    _sealed(tmp_path)
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "cache"))
+
+    class Recording(LocalRunner):
+        steps: list[str] = []
+
+        def step(self, request, *args, **kwargs):
+            self.steps.append(request.kind)
+            return super().step(request, *args, **kwargs)
+
+    async def one():
+        async with Rewarder(VECTOR_ADD, device="cpu", timed=False, concurrency=1,
+                            runner=Recording(warm=False)) as rewarder:
+            return await rewarder.one((FIXTURES / "cpp" / "reuse_kept_build.py").read_text())
+    reward = asyncio.run(one())
+    assert reward.passed and reward.value > 0 and Recording.steps == ["prebuild"], (reward, Recording.steps)
+
+
 PLANTER = BUILDS + '''
 import os
 from pathlib import Path

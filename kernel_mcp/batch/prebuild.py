@@ -17,9 +17,10 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from kernel_mcp.batch.sources import Item
-from kernel_mcp.problem import load_problem
+from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.worker import KEPT_BUILDS, Runner
 from kernel_mcp.worker.protocol import PrebuildRequest
 
@@ -27,9 +28,9 @@ from kernel_mcp.worker.protocol import PrebuildRequest
 BUILD_MARKERS = ("load_inline", "cpp_extension")
 
 
-def builds_on_import(item: Item) -> bool:
+def builds_on_import(candidate: Path) -> bool:
     try:
-        source = item.candidate.read_text(errors="replace")
+        source = candidate.read_text(errors="replace")
     except OSError:
         return False  # its check says what is wrong with the file
     return any(marker in source for marker in BUILD_MARKERS)
@@ -88,7 +89,7 @@ class Prebuilds:
                 return
             began = time.monotonic()
             try:
-                if builds_on_import(item) and not self._stop.is_set():
+                if builds_on_import(item.candidate) and not self._stop.is_set():
                     self._build(item)
             finally:
                 self._ready.put((item, round(time.monotonic() - began, 2)))
@@ -100,8 +101,17 @@ class Prebuilds:
                 self._before_first = None
         try:
             problem = load_problem(item.problem)
-            request = PrebuildRequest(candidate=str(item.candidate),
-                                      problem_dirs=[str(problem.folder), str(problem.folder.parent)])
-            self._runner.step(request, problem, problem.spec.timeouts.import_)
-        except Exception:  # noqa: BLE001  (a build ahead only saves time: the check builds, judges, says why)
-            pass
+        except Exception:  # noqa: BLE001  (a broken problem: the check says so)
+            return
+        build_ahead(item.candidate, problem, self._runner)
+
+
+def build_ahead(candidate: Path, problem: Problem, runner: Runner) -> None:
+    """Import ``candidate`` in a step host of ``runner`` (no lease, no secret), which keeps what it builds for the
+    candidate's check; returns when it ends. Never raises: a build ahead only saves time, and the check builds,
+    judges and says why where this failed."""
+    request = PrebuildRequest(candidate=str(candidate), problem_dirs=[str(problem.folder), str(problem.folder.parent)])
+    try:
+        runner.step(request, problem, problem.spec.timeouts.import_)
+    except Exception:  # noqa: BLE001
+        pass
