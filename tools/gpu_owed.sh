@@ -18,10 +18,10 @@
 #   bash tools/gpu_owed.sh reward     # bench/reward_bench.py: 64 concurrent rollouts through the reward API, timed
 #   bash tools/gpu_owed.sh rebuild    # bench/rebuild_bench.py: a CUDA load_inline candidate checked twice, the second
 #                                     # loading the first's kept build; beside it the same without namespaces (rebuilt)
-#   bash tools/gpu_owed.sh batch KB MANIFEST [SIDE]  # bench/batch_bench.py: judged per hour on generations not
-#            # judged before (bench/data/generations_judged.jsonl); one side a call (batch, then loop on the same
-#            # warm machine; BUDGET_S=SECONDS shortens the window, 480 by default): a side needs several
-#            # candidates' time (about 90 s each on a GPU) to pass its start-up
+#   bash tools/gpu_owed.sh batch KB MANIFEST [SIDES]  # bench/batch_bench.py: judged per hour on generations not
+#            # judged before (bench/data/generations_judged.jsonl); SIDES batch (the default), loop, or batch,loop
+#            # (a window each, in one call: BUDGET_S=SECONDS, 480 by default, must then fit twice in a call); a
+#            # side needs several candidates' time (about 90 s each on a GPU) to pass its start-up
 set -uo pipefail
 steps="smoke attacks timing numerics tune kernelbench rerun memory compare reward rebuild batch"
 step=${1:?"usage: gpu_owed.sh STEP [args], STEP one of: $steps (the header of this script says what each runs)"}
@@ -62,10 +62,12 @@ batch)
   kb=${2:?a KernelBench root (carried: name it in carry)}; manifest=${3:?a manifest of generations}
   side=${4:-batch}; bench=/tmp/kmcp-batch-bench  # its kernel stores are large: only the figures come back
   budget=${BUDGET_S:-480}  # a shorter window where a call also runs other steps
-  timeout $((budget + 80)) python3 bench/batch_bench.py "$bench" "$kb" "$manifest" --device cuda --jobs 12 \
+  sides=${side//,/ }; n=$(wc -w <<< "$sides")  # "batch,loop": both sides in one call, a window each
+  timeout $((n * budget + 80)) python3 bench/batch_bench.py "$bench" "$kb" "$manifest" --device cuda --jobs 12 \
     --limit 200 --budget-s "$budget" --sides "$side" --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
-  tail -30 "$OUT/log.txt"
-  cp "$bench/summary.json" "$bench/$side/results.jsonl" "$OUT/"; cp "$bench/$side/headers.json" "$OUT/" 2>/dev/null ;;
+  tail -30 "$OUT/log.txt"; cp "$bench/summary.json" "$OUT/"
+  for s in $sides; do cp "$bench/$s/results.jsonl" "$OUT/results-$s.jsonl" 2>/dev/null; done
+  cp "$bench/batch/headers.json" "$OUT/" 2>/dev/null ;;
 kernelbench)
   kb=${2:?a KernelBench root (carried: name it in carry)}; bench=/tmp/kmcp-kb-bench
   timeout 560 python3 bench/kernelbench_bench.py "$bench" --root "$kb" --levels 2 1 --jobs 8 --budget-s 480 \
