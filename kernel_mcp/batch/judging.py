@@ -81,10 +81,11 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
 
 
 def default_builds(runner: Runner) -> int:
-    """Builds ahead at once: three quarters of this machine's cores (a load_inline build keeps one or two busy:
-    its C++ and CUDA files compile side by side; the rest serve the checks), none where the checks run elsewhere
-    (a Ray cluster's nodes keep their own builds: one made here would never be loaded)."""
-    return max(1, 3 * (os.cpu_count() or 2) // 4) if runner.local_builds else 0
+    """Builds ahead at once: one per core of this machine (a load_inline build keeps one or two busy, its C++ and
+    CUDA files compiling side by side, and waits on nothing else: fewer leave cores idle; on a 2-core machine one
+    at a time judged 151 an hour where two builds inside two checks judged 193, BENCHMARKS.md); none where the
+    checks run elsewhere (a Ray cluster's nodes keep their own builds: one made here would never be loaded)."""
+    return max(1, os.cpu_count() or 1) if runner.local_builds else 0
 
 
 def precompile_headers(items: list[Item], device: str, report: Path) -> threading.Thread | None:
