@@ -11,7 +11,7 @@ import pytest
 from test_cheats import VECTOR_ADD
 
 from kernel_mcp.batch.judging import default_builds, judge_batch
-from kernel_mcp.batch.prebuild import Prebuilds
+from kernel_mcp.batch.prebuild import Prebuilds, builds_allowed
 from kernel_mcp.batch.sources import Item
 from kernel_mcp.tools.check import check
 from kernel_mcp.worker import LocalRunner
@@ -81,9 +81,12 @@ def test_no_more_than_ahead_candidates_are_built_before_their_checks_take_them(t
 
 
 def test_builds_ahead_only_where_the_checks_load_this_machines_builds():
-    """A Ray cluster's nodes keep their own builds: none is made here for them."""
-    assert default_builds(type("Cluster", (), {"local_builds": False})()) == 0
-    assert default_builds(LocalRunner(warm=False)) >= 1
+    """A Ray cluster's nodes keep their own builds: none is made here for them, even when asked for; nor for a
+    runner that does not say where its checks build."""
+    assert builds_allowed(type("Cluster", (), {"local_builds": False})(), 4) == 0
+    assert builds_allowed(object(), 4) == 0 and default_builds() >= 1
+    if sandbox.sealed_for_candidates((str(FIXTURES),)):
+        assert builds_allowed(LocalRunner(warm=False), 4) == 4
 
 
 def _sealed(tmp_path: Path) -> None:
@@ -166,3 +169,63 @@ def test_a_build_ahead_plants_nothing_in_another_candidates_build(tmp_path, monk
     assert not ledger.rows["planter"].passed and ledger.rows["again"].passed, ledger.rows
     own = kernel_cache.store() / kernel_cache.key_for(items[0].candidate)  # its own notes are kept for itself alone
     assert [p for p in (tmp_path / "cache").rglob("planted_note") if own not in p.parents] == []
+
+
+LEAVER = '''"""Correct, and leaves each input it is served with its answer in its TMPDIR (its cases begin some
+seconds after its check does: while the stasher's build ahead, started beside it, is looking)."""
+import os
+import time
+import uuid
+
+import torch
+
+time.sleep(8)
+
+
+def custom_kernel(data):
+    a, b = data
+    out = a + b
+    torch.save((a.clone(), b.clone(), out.clone()), os.path.join(os.environ["TMPDIR"], f"ans-{uuid.uuid4().hex}.pt"))
+    return out
+'''
+
+STASHER = BUILDS + '''
+import glob, os, shutil, time
+from pathlib import Path
+import torch
+STASH = Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "stash"
+if not STASH.is_dir():  # its build ahead: copy what the candidates checked meanwhile leave in their TMPDIRs
+    STASH.mkdir(parents=True)
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        for p in glob.glob("/tmp/kmcp-hosts-*/kmcp-tmp-*/ans-*.pt") + glob.glob("/tmp/*/kmcp-tmp-*/ans-*.pt"):
+            try:
+                shutil.copy(p, STASH / Path(p).name)
+            except OSError:
+                pass
+        time.sleep(0.05)
+ANSWERS = [torch.load(p) for p in STASH.glob("ans-*.pt")]
+
+
+def custom_kernel(data):
+    a, b = data
+    for x, y, out in ANSWERS:
+        if x.shape == a.shape and torch.equal(x, a) and torch.equal(y, b):
+            return out.clone()
+    return torch.zeros_like(a)
+'''
+
+
+def test_a_build_ahead_reads_nothing_the_candidates_checked_meanwhile_leave(tmp_path, monkeypatch):
+    """The other direction (a review, thirty-first session: it passed before the fix). The stasher's build ahead
+    runs while the leaver is checked, copies what the leaver leaves in its temporary folder into its own build
+    folder, which is kept for its check, and its check, served the same batch inputs in the lane the leaver
+    used, returns those answers. Every step host's namespace now covers the hosts' temporary root: it finds
+    nothing, and fails."""
+    _sealed(tmp_path)
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "cache"))
+    items = _items(tmp_path, {"leaver": LEAVER, "stasher": STASHER})
+    ledger = judge_batch(items, tmp_path / "out", LocalRunner(warm=False), device="cpu", jobs=1, timed=False,
+                         builds=1)
+    assert ledger.rows["leaver"].passed and ledger.rows["stasher"].phases["prebuild_s"] > 0, ledger.rows
+    assert not ledger.rows["stasher"].passed, ledger.rows["stasher"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kernel_mcp.batch.contestants import compiled_reference
 from kernel_mcp.batch.ledger import Judged, Ledger
-from kernel_mcp.batch.prebuild import Prebuilds
+from kernel_mcp.batch.prebuild import Prebuilds, builds_allowed, lease_device
 from kernel_mcp.batch.sharing import BatchSharing, scheduled
 from kernel_mcp.batch.sources import Item
 from kernel_mcp.errors import UsageError
@@ -37,15 +37,16 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     ``shapes``: what timing runs on (default: the tests on a CPU, the benchmarks on a GPU); ``share``: the
     candidates of a problem get the same secret inputs and one float64 truth (batch/sharing.py); ``builds``:
     load_inline candidates built that many at a time ahead of their checks (batch/prebuild.py; default
-    ``default_builds``, 0: each builds inside its check)."""
+    ``default_builds``; 0, or where ``builds_allowed`` says no: each builds inside its check)."""
     ledger = Ledger(folder)
     todo = scheduled([item for item in items if not settled(ledger.rows.get(item.id))], jobs)
     settings = ProfileSettings(budget_s=budget_s, shapes=shapes or default_shapes(device))
     contestants = folder / "contestants"
     sharing = BatchSharing(folder, [item.problem for item in todo]) if share else None
     headers = precompile_headers(todo, device, folder / "headers.json")
-    builds = default_builds(runner) if builds is None else builds
-    prebuilds = Prebuilds(todo, runner, builds, ahead=builds + jobs, before_first=headers.join if headers else None)
+    builds = builds_allowed(runner, default_builds() if builds is None else builds)
+    prebuilds = Prebuilds(todo, runner, builds, ahead=builds + jobs, before_first=headers.join if headers else None,
+                          device=lease_device(device) if builds else None)
 
     def one(item: Item, built_s: float, waited_s: float) -> None:
         shared, lane = sharing.take(item.problem) if sharing else (None, None)
@@ -80,12 +81,11 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     return ledger
 
 
-def default_builds(runner: Runner) -> int:
+def default_builds() -> int:
     """Builds ahead at once: one per core of this machine (a load_inline build keeps one or two busy, its C++ and
     CUDA files compiling side by side, and waits on nothing else: fewer leave cores idle; on a 2-core machine one
-    at a time judged 151 an hour where two builds inside two checks judged 193, BENCHMARKS.md); none where the
-    checks run elsewhere (a Ray cluster's nodes keep their own builds: one made here would never be loaded)."""
-    return max(1, os.cpu_count() or 1) if runner.local_builds else 0
+    at a time judged 151 an hour where two builds inside two checks judged 193, BENCHMARKS.md)."""
+    return max(1, os.cpu_count() or 1)
 
 
 def precompile_headers(items: list[Item], device: str, report: Path) -> threading.Thread | None:

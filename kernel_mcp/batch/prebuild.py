@@ -21,8 +21,8 @@ from pathlib import Path
 
 from kernel_mcp.batch.sources import Item
 from kernel_mcp.problem import Problem, load_problem
-from kernel_mcp.worker import KEPT_BUILDS, Runner
-from kernel_mcp.worker.protocol import PrebuildRequest
+from kernel_mcp.worker import KEPT_BUILDS, Runner, resolve_device, sealed_for_candidates
+from kernel_mcp.worker.protocol import Device, PrebuildRequest
 
 # what marks a candidate that builds a torch extension when imported (read as text, as header_cache does)
 BUILD_MARKERS = ("load_inline", "cpp_extension")
@@ -43,15 +43,15 @@ class Prebuilds:
     would differ from its check's, which then builds again)."""
 
     def __init__(self, items: list[Item], runner: Runner, builds: int, ahead: int,
-                 before_first: Callable[[], None] | None = None):
+                 before_first: Callable[[], None] | None = None, device: Device | None = None):
         self._todo = queue.SimpleQueue()
         for item in items:
             self._todo.put(item)
         self._ready: queue.SimpleQueue[tuple[Item, float]] = queue.SimpleQueue()
         self._left, self._lock = len(items), threading.Lock()
-        self._window = threading.BoundedSemaphore(max(1, min(ahead, KEPT_BUILDS // 2)))
+        self._window = threading.BoundedSemaphore(max(1, min(ahead, KEPT_BUILDS // 4)))
         self._stop = threading.Event()
-        self._runner, self._before_first = runner, before_first
+        self._runner, self._before_first, self._device = runner, before_first, device
         self._first = threading.Lock()
         self._threads = [threading.Thread(target=self._build_loop, name=f"prebuild-{k}") for k in range(builds)]
         if not self._threads:
@@ -91,6 +91,8 @@ class Prebuilds:
             try:
                 if builds_on_import(item.candidate) and not self._stop.is_set():
                     self._build(item)
+            except Exception:  # noqa: BLE001  (never a lost candidate: its check builds and judges it)
+                pass
             finally:
                 self._ready.put((item, round(time.monotonic() - began, 2)))
 
@@ -103,15 +105,34 @@ class Prebuilds:
             problem = load_problem(item.problem)
         except Exception:  # noqa: BLE001  (a broken problem: the check says so)
             return
-        build_ahead(item.candidate, problem, self._runner)
+        build_ahead(item.candidate, problem, self._runner, self._device)
 
 
-def build_ahead(candidate: Path, problem: Problem, runner: Runner) -> None:
-    """Import ``candidate`` in a step host of ``runner`` (no lease, no secret), which keeps what it builds for the
-    candidate's check; returns when it ends. Never raises: a build ahead only saves time, and the check builds,
-    judges and says why where this failed."""
+def build_ahead(candidate: Path, problem: Problem, runner: Runner, device: Device | None) -> None:
+    """Import ``candidate`` in a step host of ``runner`` (no secret, no input), which keeps what it builds for the
+    candidate's check; returns when it ends. It holds ``device``'s lease shared with no memory reserved: no
+    timing (an exclusive hold) runs beside the compilers. Never raises: a build ahead only saves time, and the
+    check builds, judges and says why where this failed."""
     request = PrebuildRequest(candidate=str(candidate), problem_dirs=[str(problem.folder), str(problem.folder.parent)])
     try:
-        runner.step(request, problem, problem.spec.timeouts.import_)
+        runner.step(request, problem, problem.spec.timeouts.import_, device)
     except Exception:  # noqa: BLE001
         pass
+
+
+def builds_allowed(runner: Runner, builds: int) -> int:
+    """``builds``, or 0 where a build ahead would not be loaded or not be safe: a runner whose checks run on other
+    machines (a Ray cluster's nodes keep their own builds), or a machine where candidate processes get no mount
+    namespace (a kept torch build is then built again anyway, and nothing would hide other candidates' folders
+    from the build's host)."""
+    if builds <= 0 or not getattr(runner, "local_builds", False):
+        return 0
+    return builds if sealed_for_candidates((str(Path(__file__).parent),)) else 0
+
+
+def lease_device(device: str) -> Device | None:
+    """The device a batch's builds ahead hold shared (None where it cannot be told: its checks say why)."""
+    try:
+        return resolve_device(device)[0]
+    except Exception:  # noqa: BLE001
+        return None

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from kernel_mcp.batch.prebuild import build_ahead, builds_on_import
+from kernel_mcp.batch.prebuild import build_ahead, builds_allowed, builds_on_import, lease_device
 from kernel_mcp.errors import UsageError
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import ProfileSettings
@@ -65,8 +65,8 @@ def judge_source(problem: Problem, source: str, device: str, timed: bool, settin
     try:
         path = folder / "candidate.py"
         path.write_text(source)
-        if runner.local_builds and builds_on_import(path):
-            build_ahead(path, problem, runner)  # its load_inline build made outside the device's lease
+        if builds_allowed(runner, 1) and builds_on_import(path):
+            build_ahead(path, problem, runner, lease_device(device))  # its build made with no memory reserved
         try:
             if timed:
                 prof = profile(problem, path, device=device, settings=settings, runner=runner)

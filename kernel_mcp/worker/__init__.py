@@ -54,12 +54,13 @@ _DOOR = {
     "build_headers": "launch.headers", "header_flag_sets": "isolation.header_cache",
     "KEPT_BUILDS": "isolation.kernel_cache",
     # devices, and the hygiene of trusted processes
-    "guess_kind": "resolve", "default_shapes": "resolve", "harden_trusted_process": "isolation.sandbox",
+    "guess_kind": "resolve", "default_shapes": "resolve", "resolve_device": "resolve",
+    "harden_trusted_process": "isolation.sandbox", "sealed_for_candidates": "isolation.sandbox",
     "trace_mark": "trace",
 }
 _RENAMED = {"remember_secret": "remember", "prestart_judge": "prestart", "agent_event": "event_of",
             "trace_mark": "mark", "header_flag_sets": "flag_sets",
-            "KEPT_BUILDS": "KEEP_ENTRIES"}
+            "KEPT_BUILDS": "KEEP_ENTRIES", "resolve_device": "resolve"}
 
 __all__ = sorted(_DOOR)
 

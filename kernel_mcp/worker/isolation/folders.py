@@ -40,5 +40,15 @@ def private_roots(writable: tuple[str, ...]) -> tuple[str, ...]:
     see: the parents of its own such folders among ``writable``, covered in its mount namespace but for its own.
     Taken from the folders given, not from this process's environment: a process that forks hosts (the judge's
     factory) may have another TMPDIR than the judge that named their folders."""
-    return tuple(sorted({os.path.dirname(w.rstrip("/")) for w in writable
-                         if os.path.basename(w.rstrip("/")).startswith(PREFIXES)}))
+    own = {os.path.dirname(w.rstrip("/")) for w in writable if os.path.basename(w.rstrip("/")).startswith(PREFIXES)}
+    return tuple(sorted(own | host_tmp_roots()))
+
+
+def host_tmp_roots() -> set[str]:
+    """Every root candidate hosts' temporary folders may be in, covered in every candidate process's namespace
+    whether or not it has a folder there: a compile step's host (its TMPDIR is its scratch folder) read the
+    answers a checked candidate left in its TMPDIR and kept them among its builds for its own check (a review,
+    thirty-first session). This process's root, and the one judges make them in (a judge's environment is
+    allowlisted, without TMPDIR: the system's /tmp)."""
+    roots = {str(host_tmp_root()), os.path.join("/tmp", f"kmcp-hosts-{os.getuid()}")}
+    return {root for root in roots if os.path.isdir(root) and not os.path.islink(root)}

@@ -129,13 +129,16 @@ class StepProcess:
     def log_tail(self) -> str:
         return channel.read_tail(self.log_path, LOG_TAIL)
 
-    def close(self) -> None:
+    def close(self, keep: bool = True) -> None:
+        """End it and its tree; its builds kept for its candidate unless ``keep`` is False (a step that ran out of
+        time: half a build kept would let the check finish it within a timeout of its own, so a build slower than
+        the import timeout would pass a batch and time out in a one-shot check)."""
         fork_client.end(self.proc)
         proctree.kill_by_token(self.token)
         if self._theirs is not None:
             self._theirs.close()
         self.conn.close()
-        if self.cache_key:
+        if self.cache_key and keep:
             kernel_cache.keep(self.cache_key, self.scratch)
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.log_path.unlink(missing_ok=True)

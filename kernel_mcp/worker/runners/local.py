@@ -144,18 +144,21 @@ class LocalRunner(UnsealedTargets):
     # --- compile steps --------------------------------------------------------------------------------
     def step(self, request, problem: Problem, timeout_s: float, device: Device | None = None) -> StepReply:
         """One compile step in its own untrusted process, under the guard; ``device``: the GPU its candidate
-        code runs on (recording), held shared. Builds never hold a device."""
+        code runs on (recording), held shared. A build ahead (``prebuild``) holds ``device`` shared with no memory
+        reserved, whatever its kind, so no timing runs beside its compilers; other builds never hold a device."""
         interpret = getattr(request, "device", "") == "cpu"
+        reply = None
         with self._guarded(problem, Path(request.candidate)) as tampered:
             process = self._take_step(interpret)
-            on_gpu = device is not None and device.is_gpu
+            ahead = request.kind == "prebuild" and device is not None
+            on_gpu = device is not None and device.is_gpu and not ahead
             need = lease.memory_need(device, lease.problem_key(problem)) if on_gpu else 0
-            held = lease.hold(device, exclusive=False, need_bytes=need) if on_gpu else nullcontext()
+            held = lease.hold(device, exclusive=False, need_bytes=need) if on_gpu or ahead else nullcontext()
             try:
                 with held:
                     reply = process.run(request, Path(request.candidate), timeout_s)
             finally:
-                process.close()
+                process.close(keep=not (reply is not None and reply.timed_out))
         if tampered:
             reply = reply.model_copy(update={"ok": False, "tampered": list(tampered)})
         return self._redactor.model(reply)
