@@ -8,8 +8,9 @@ the runner keeps what they build for that candidate alone (worker/isolation/kern
 loads it. The checks take candidates in the order their builds end, so one slow build holds up no other check.
 
 A build that fails or times out here costs time, never a verdict: the check builds it again and says what happens.
-At most ``ahead`` candidates are built and not yet checked, far fewer than the kernel store keeps
-(worker/isolation/kernel_cache.py, KEEP_ENTRIES), so no build is pruned before its check loads it.
+At most ``ahead`` candidates (never more than a quarter of the entries the kernel store keeps:
+worker/isolation/kernel_cache.py, KEEP_ENTRIES) are built and not yet checked, so a build is not pruned before its
+check loads it unless other runs fill the same store meanwhile (then the check builds it, as before).
 """
 from __future__ import annotations
 

@@ -1,14 +1,15 @@
-"""Build a candidate's torch extensions ahead of its check (``kernel-mcp judge``, batch/prebuild.py): import it
-exactly as its check's candidate host will (the same precompiled-header hook, the same shared build path, the
-same visible devices for torch's architecture detection), so every ``load_inline`` it makes on import is built
-here, outside any device lease, and kept for its check by the runner (worker/isolation/kernel_cache.py). The
-check then loads the kept build; ninja compares every command, so a build made any other way is rebuilt there,
-never loaded wrong.
+"""Build a candidate's torch extensions ahead of its check (``kernel-mcp judge``, the reward API: batch/prebuild.py):
+import it as its check's candidate host will, with what decides a build's commands the same (the
+precompiled-header hook, the shared build path, the visible GPUs from which torch picks the CUDA architectures),
+so every ``load_inline`` it makes on import is built here, outside any device memory reservation, and kept for
+its check by the runner (worker/isolation/kernel_cache.py). The check then loads the kept build; ninja compares
+every command, so a build made any other way (a pool's step host sees every GPU of a host, its check's host one:
+on a host of mixed GPU models the architectures differ) is built again there, never loaded wrong.
 
-Runs candidate code (its import), so it runs in a step host (worker/steps/main.py): no secret, no input, nothing
-to judge. Whatever it leaves in its own build folder reaches only its own check, which could have written the
-same itself. An import that fails here (a module that needs the device's context at import, an error of its
-own) is no verdict: the check imports it again and says what happens there.
+Runs candidate code (its import), so it runs in a step host (worker/steps/main.py): its own PID and mount
+namespaces, every other candidate's folders covered, no secret, no input, nothing to judge. Whatever it leaves in
+its own build folder reaches only its own check. An import that fails here (a module that needs the device's
+context at import, an error of its own) is no verdict: the check imports it again and says what happens there.
 """
 from __future__ import annotations
 
