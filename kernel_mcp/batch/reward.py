@@ -31,6 +31,7 @@ from kernel_mcp.results import ProfileSettings
 from kernel_mcp.tools.check import check
 from kernel_mcp.tools.profile import profile
 from kernel_mcp.worker import LocalRunner, Runner, default_shapes
+from kernel_mcp.worker.protocol import Device
 
 CORRECT = 0.3  # the share of the reward for passing (Kevin-32B's scheme uses the same split; any constant works)
 SPEED = 1.0  # per doubling of the speedup's lower bound
@@ -59,14 +60,15 @@ def value_of(passed: bool, trusted: bool | None, speedup_ci: list[float] | None)
 
 
 def judge_source(problem: Problem, source: str, device: str, timed: bool, settings: ProfileSettings,
-                 runner: Runner) -> Reward:
-    """One candidate's reward, judged from a private copy of its source (removed after)."""
+                 runner: Runner, build_device: Device | None | bool = False) -> Reward:
+    """One candidate's reward, judged from a private copy of its source (removed after). ``build_device``: False,
+    no build ahead; else the device a load_inline source's build ahead holds shared (None: none told)."""
     folder = Path(tempfile.mkdtemp(prefix="kernel-mcp-reward-"))  # 0700: no other rollout reads it
     try:
         path = folder / "candidate.py"
         path.write_text(source)
-        if builds_allowed(runner, 1) and builds_on_import(path):
-            build_ahead(path, problem, runner, lease_device(device))  # its build made with no memory reserved
+        if build_device is not False and builds_on_import(path):
+            build_ahead(path, problem, runner, build_device)  # its build made with no memory reserved
         try:
             if timed:
                 prof = profile(problem, path, device=device, settings=settings, runner=runner)
@@ -104,6 +106,8 @@ class Rewarder:
         self.runner = runner or LocalRunner(warm=True, spares=min(concurrency, 4))
         self.settings = ProfileSettings(budget_s=budget_s, shapes=default_shapes(device))
         self._slots = asyncio.Semaphore(concurrency)
+        # once, not per rollout: whether builds ahead are allowed here, and the device they hold (imports torch)
+        self._build_device = lease_device(device) if builds_allowed(self.runner, 1) else False
 
     async def __aenter__(self) -> Rewarder:
         return self
@@ -119,7 +123,7 @@ class Rewarder:
     async def one(self, source: str) -> Reward:
         async with self._slots:
             return await asyncio.to_thread(judge_source, self.problem, source, self.device, self.timed,
-                                           self.settings, self.runner)
+                                           self.settings, self.runner, self._build_device)
 
     async def many(self, sources: list[str]) -> list[Reward]:
         return list(await asyncio.gather(*(self.one(source) for source in sources)))

@@ -13,17 +13,16 @@ context at import, an error of its own) is no verdict: the check imports it agai
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from kernel_mcp.worker.host.load import import_candidate
 from kernel_mcp.worker.isolation import header_cache
 
 
-def run(request) -> list[str]:
-    """The prebuild step (a PrebuildRequest): the extension folders its build cache holds after the import."""
+def run(request) -> list:
+    """The prebuild step (a PrebuildRequest): the candidate imported; what it built stays in its scratch for the
+    runner to keep, so the reply carries nothing."""
     candidate = Path(request.candidate)
     header_cache.use_for(candidate)  # as worker/host/main.py does before its import: the same compile lines
     import_candidate(candidate, request.problem_dirs)
-    built = Path(os.environ.get("TORCH_EXTENSIONS_DIR", ""))
-    return sorted(p.name for p in built.iterdir() if p.is_dir()) if built.name and built.is_dir() else []
+    return []
