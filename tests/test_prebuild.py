@@ -1,5 +1,5 @@
 """Builds ahead of the checks (kernel_mcp/batch/prebuild.py, worker/steps/prebuild.py): a batch's load_inline
-candidates are built in step hosts outside the device's lease, and each check loads its own candidate's build.
+candidates are built in step hosts with no device memory reserved, and each check loads its own candidate's build.
 The scheduling with a runner that records its steps; the build and its reuse with real processes, real torch."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Candidates' torch extensions built ahead of their checks, outside the device's lease (issue 38).
+"""Candidates' torch extensions built ahead of their checks, with no device memory reserved (issue 38).
 
 A load_inline candidate spends most of its check building (a median of 46 s of its 64 s on an H100, thirtieth
 session), and a check holds its lease, with its device memory reserved, from before the reference runs until

@@ -32,7 +32,7 @@ def judge(problems: Path = typer.Argument(..., help="a problem (folder or Kernel
                                      "eager and torch.compile of the reference"),
           budget: float = typer.Option(2.0, help="timing budget per candidate, seconds"),
           builds: Optional[int] = typer.Option(None, min=0, help="load_inline candidates built at once ahead of "
-                                               "their checks, outside the device's lease (default: one per "
+                                               "their checks, with no device memory reserved (default: one per "
                                                "core; 0: each builds inside its check)"),
           share: bool = typer.Option(True, "--share/--no-share", help="a problem's candidates get the same secret "
                                      "inputs (fresh per run) and one float64 truth, computed once"),

@@ -173,7 +173,7 @@ class CaptureRequest(_Message):
 
 class PrebuildRequest(_Message):
     """Import a candidate as its check's host will, so the torch extensions it builds on import (load_inline) are
-    built now, outside any device lease, and kept for its check (worker/steps/prebuild.py)."""
+    built now, with no device memory reserved, and kept for its check (worker/steps/prebuild.py)."""
 
     kind: Literal["prebuild"] = "prebuild"
     candidate: str
