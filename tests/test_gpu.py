@@ -220,6 +220,27 @@ def test_a_first_run_that_outgrows_its_first_share_runs_again_with_its_need(tmp_
     assert not any("admitting it again" in message for message in said), said
 
 
+def test_a_problem_measured_before_its_checks_admits_them_with_its_need(tmp_path):
+    """A batch's survey (batch/survey.py): a judge measures the reference alone, no candidate; the need it models
+    is recorded, and the check after it is admitted with that need, not a first share (so it is never started
+    again), and passes."""
+    from kernel_mcp.problem import load_problem
+    from kernel_mcp.worker import LocalRunner, lease
+    from kernel_mcp.worker.protocol import JudgeRequest
+    problem, own, _ = _elementwise_problem(tmp_path, "torch.softmax(x, dim=1)", 1 << 26)
+    loaded = load_problem(problem)
+    runner = LocalRunner()
+    result = runner.judge(JudgeRequest(mode="measure", problem=str(loaded.path), candidate=str(own)), "cuda")
+    assert result.verdict == "measured" and result.cases == [], result
+    device = runner._devices["cuda"]
+    need = lease.measured_need(device, lease.problem_key(loaded))
+    assert need == pytest.approx(lease.need_from_measure(result.memory.check_need_bytes), rel=0.01), (need, result)
+    said: list[str] = []
+    assert check(problem, own, device="cuda", fresh_seeds=1, runner=runner,
+                 on_progress=lambda message, *_: said.append(message)).passed
+    assert not any("admitting it again" in message for message in said), said
+
+
 def test_a_large_problem_is_checked_within_three_times_the_references_own_memory(tmp_path):
     """softmax over 4 GiB of fp32: the float64 references wait in host memory, outputs are compared in
     pieces, no copy is made twice; the judge's own peak stays within 3x the reference alone."""

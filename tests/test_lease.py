@@ -47,7 +47,7 @@ HOLDER = textwrap.dedent('''
         end = time.time()
     with open(log, "a") as f:
         f.write(json.dumps({"name": sys.argv[6], "start": start, "end": end, "waited": waited,
-                            "resized": resized}) + "\\n")
+                            "resized": resized, "crowded": reservation.crowded}) + "\\n")
 ''')
 
 
@@ -165,6 +165,37 @@ def test_a_reservation_resized_to_the_measured_need_lets_the_next_run_in(cache, 
     rows = spans(log)
     assert rows["second"]["waited"] and rows["second"]["start"] >= rows["first"]["resized"]
     assert overlap(rows["first"], rows["second"]), "the resized reservation still kept the device"
+
+
+def test_a_reservation_knows_whether_it_shared_the_device(cache, tmp_path):
+    """A device-wide reading of a run's peak counts its neighbours' allocations: the runner records it only for
+    a run that had the device to itself (Reservation.crowded), else the judge's own estimate. A run joined by
+    another, and the one that joined it, were crowded; a run before them, and one after, were not."""
+    log, release = tmp_path / "log", tmp_path / "release"
+    run_all(holder("before", log, exclusive=False, hold_s=0.0, need=GIB))
+    first = holder("first", log, exclusive=False, hold_s=0.0, need=GIB, until=release)
+    wait_for_holders(1)
+    joined = holder("joined", log, exclusive=False, hold_s=0.0, need=GIB)
+    run_all(joined)  # admitted, held and gone while the first still holds
+    release.touch()
+    run_all(first, holder("after", log, exclusive=False, hold_s=0.0, need=GIB))
+    rows = spans(log)
+    assert {name: row["crowded"] for name, row in rows.items()} == {
+        "before": False, "first": True, "joined": True, "after": False}
+
+
+def test_measured_needs_are_shared_by_devices_of_one_model(cache):
+    """A pool's GPUs of one model measure a problem once: the need is kept per model and memory size, not per
+    GPU; another model, or another memory size, measures its own. A need recorded before any check (a batch's
+    survey: lease.record_need) is what the next check reserves."""
+    twin = FAKE_GPU.model_copy(update={"uuid": "GPU-other", "index": 1})
+    lease.record_need(FAKE_GPU, "problem", 3 * GIB)
+    assert lease.measured_need(twin, "problem") == pytest.approx(3 * GIB, rel=1e-6)
+    for other in (FAKE_GPU.model_copy(update={"name": "other GPU"}),
+                  FAKE_GPU.model_copy(update={"total_memory_bytes": 20 * GIB})):
+        assert lease.measured_need(other, "problem") is None
+    lease.record_peak(twin, "problem", GIB)  # a lower reading later does not shrink it
+    assert lease.measured_need(FAKE_GPU, "problem") == pytest.approx(3 * GIB, rel=1e-6)
 
 
 def test_a_killed_holder_frees_the_device(cache, tmp_path):

@@ -21,6 +21,7 @@ from kernel_mcp.batch.ledger import Judged, Ledger
 from kernel_mcp.batch.prebuild import Prebuilds, builds_allowed, lease_device
 from kernel_mcp.batch.sharing import BatchSharing, scheduled
 from kernel_mcp.batch.sources import Item
+from kernel_mcp.batch.survey import Survey, default_width
 from kernel_mcp.errors import UsageError
 from kernel_mcp.results import CheckResult, ProfileResult, ProfileSettings
 from kernel_mcp.tools.check import check
@@ -37,7 +38,8 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     ``shapes``: what timing runs on (default: the tests on a CPU, the benchmarks on a GPU); ``share``: the
     candidates of a problem get the same secret inputs and one float64 truth (batch/sharing.py); ``builds``:
     load_inline candidates built that many at a time ahead of their checks (batch/prebuild.py; default
-    ``default_builds``; 0, or where ``builds_allowed`` says no: each builds inside its check)."""
+    ``default_builds``; 0, or where ``builds_allowed`` says no: each builds inside its check). On a GPU each problem
+    this machine never measured is measured first, beside the builds (batch/survey.py)."""
     ledger = Ledger(folder)
     todo = scheduled([item for item in items if not settled(ledger.rows.get(item.id))], jobs)
     settings = ProfileSettings(budget_s=budget_s, shapes=shapes or default_shapes(device))
@@ -45,18 +47,25 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     sharing = BatchSharing(folder, [item.problem for item in todo]) if share else None
     headers = precompile_headers(todo, device, folder / "headers.json")
     builds = builds_allowed(runner, default_builds() if builds is None else builds)
+    resolved = lease_device(device) if guess_kind(device) == "cuda" else None
     prebuilds = Prebuilds(todo, runner, builds, ahead=builds + jobs, before_first=headers.join if headers else None,
-                          device=lease_device(device) if builds else None)
+                          device=resolved if builds else None)
+    survey = Survey([(item.problem, item.candidate) for item in todo], runner, device, resolved,
+                    default_width(runner))
 
     def one(item: Item, built_s: float, waited_s: float) -> None:
+        measure_s = survey.claim(item.problem)
         shared, lane = sharing.take(item.problem) if sharing else (None, None)
         try:
             row = judge_one(item, runner, device, settings if timed else None, contestants, shared)
         finally:
             if sharing:
                 sharing.done(item.problem, lane)
-        if builds:  # where a slot's time went before the check: the build it waited for, and how long it waited
-            row = row.model_copy(update={"phases": {**row.phases, "prebuild_s": built_s, "waited_s": waited_s}})
+        # where a slot's time went before the check: the build it waited for, how long it waited, and for its
+        # problem's measure
+        before = {"prebuild_s": built_s, "waited_s": waited_s} if builds else {}
+        before.update({"measure_wait_s": measure_s} if measure_s else {})
+        row = row.model_copy(update={"phases": {**row.phases, **before}})
         ledger.append(row)
         if on_row:
             on_row(row)
@@ -73,6 +82,7 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
             for future in [pool.submit(slot) for _ in range(max(1, jobs))]:
                 future.result()  # re-raises the first unexpected exception
     finally:
+        survey.close()
         prebuilds.close()
         if sharing:
             sharing.close()

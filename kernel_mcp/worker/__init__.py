@@ -53,6 +53,8 @@ _DOOR = {
     "ToolRun": "launch.toolchain", "run_agent_process": "launch.agent", "agent_event": "launch.agent",
     "build_headers": "launch.headers", "header_flag_sets": "isolation.header_cache",
     "KEPT_BUILDS": "isolation.kernel_cache",
+    # the device's memory admission: what a batch's survey reads (batch/survey.py)
+    "FIRST_SHARE": "lease", "MEMORY_BUDGET": "lease", "measured_need": "lease", "problem_key": "lease",
     # devices, and the hygiene of trusted processes
     "guess_kind": "resolve", "default_shapes": "resolve", "resolve_device": "resolve",
     "harden_trusted_process": "isolation.sandbox", "sealed_for_candidates": "isolation.sandbox",

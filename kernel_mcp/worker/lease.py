@@ -66,6 +66,9 @@ class Reservation:
 
     def __init__(self, ledger: Path | None, token: str):
         self.ledger, self.token = ledger, token
+        # did another shared holder reserve memory beside this one at any moment? Known once released: a
+        # device-wide reading of the run's peak then counts the neighbours' allocations too (``record_peak``)
+        self.crowded = False
 
     def resize(self, need_bytes: int) -> None:
         if not self.token or self.ledger is None:
@@ -92,11 +95,12 @@ def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait |
                 token = _admit(folder / f"{key}.ledger", device, need_bytes, on_wait)
         finally:
             fcntl.flock(gate, fcntl.LOCK_UN)
+        reservation = Reservation(folder / f"{key}.ledger", token)
         try:
-            yield Reservation(folder / f"{key}.ledger", token)
+            yield reservation
         finally:
             if token:
-                _release(folder / f"{key}.ledger", token)
+                reservation.crowded = _release(folder / f"{key}.ledger", token)
             fcntl.flock(main, fcntl.LOCK_UN)
 
 
@@ -154,7 +158,10 @@ def _admit(path: Path, device: Device, need: int, on_wait: OnWait | None) -> str
             free = free_memory(device)
             if not entries or (reserved + need <= budget and (free is None or free >= need)):
                 token = uuid.uuid4().hex
-                entries.append({"pid": os.getpid(), "bytes": int(need), "token": token, "since": time.time()})
+                for entry in entries:  # each holder now shares the device with this one (Reservation.crowded)
+                    entry["crowded"] = True
+                entries.append({"pid": os.getpid(), "bytes": int(need), "token": token, "since": time.time(),
+                                "crowded": bool(entries)})
                 return token
         if on_wait and not said:
             on_wait(f"waiting for {need / 2**30:.1f} GiB of {device.name or device.torch} memory "
@@ -163,9 +170,12 @@ def _admit(path: Path, device: Device, need: int, on_wait: OnWait | None) -> str
         time.sleep(POLL_S)
 
 
-def _release(path: Path, token: str) -> None:
+def _release(path: Path, token: str) -> bool:
+    """Drop the reservation; returns whether another holder reserved beside it at any moment."""
     with _ledger(path) as entries:
+        crowded = any(e.get("crowded") or len(entries) > 1 for e in entries if e.get("token") == token)
         entries[:] = [e for e in entries if e.get("token") != token]
+    return crowded
 
 
 def free_memory(device: Device) -> int | None:
@@ -184,13 +194,21 @@ def _needs_file() -> Path:
     return cache_root() / "memory.json"
 
 
+def memory_key(device: Device) -> str:
+    """Whose measurements a device shares: every GPU of one model and memory size (a pool's eight H100s measure a
+    problem once, not eight times); a GPU whose name torch did not give, only its own."""
+    if device.name and device.total_memory_bytes:
+        return "".join(c for c in device.name if c.isalnum() or c in "-_") + f"-{device.total_memory_bytes}"
+    return device.lease_key
+
+
 def measured_need(device: Device, problem_key: str) -> int | None:
     """Bytes to reserve for a run of this problem from its measured peak, with a margin (0 off a GPU; None
     when it was never measured on this device)."""
     if not device.is_gpu:
         return 0
     try:
-        peak = json.loads(_needs_file().read_text()).get(f"{device.lease_key}:{problem_key}")
+        peak = json.loads(_needs_file().read_text()).get(f"{memory_key(device)}:{problem_key}")
     except (OSError, ValueError, AttributeError):
         peak = None
     if isinstance(peak, int) and peak >= 0:
@@ -226,6 +244,13 @@ def need_from_measure(measured_bytes: int) -> int:
     return int(measured_bytes * NEED_MARGIN) + CONTEXTS_BYTES
 
 
+def record_need(device: Device, problem_key: str, need_bytes: int | None) -> None:
+    """Record what a check of this problem is to reserve (a judge's measure of its reference, before any check:
+    batch/survey.py), as the peak it stands for: ``measured_need`` then gives it back."""
+    if need_bytes:
+        record_peak(device, problem_key, int(need_bytes / NEED_MARGIN))
+
+
 def record_peak(device: Device, problem_key: str, peak_bytes: int | None) -> None:
     if not device.is_gpu or peak_bytes is None or peak_bytes < 0:
         return
@@ -238,7 +263,7 @@ def record_peak(device: Device, problem_key: str, peak_bytes: int | None) -> Non
             table = table if isinstance(table, dict) else {}
         except (OSError, ValueError):
             table = {}
-        key = f"{device.lease_key}:{problem_key}"
+        key = f"{memory_key(device)}:{problem_key}"
         earlier = table.get(key)
         # the largest seen: a device-wide reading falls when another run frees memory meanwhile, and a
         # reservation too small runs checks out of memory; one too large only makes them queue

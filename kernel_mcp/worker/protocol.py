@@ -99,7 +99,7 @@ class SharedReference(_Message):
 class JudgeRequest(_Message):
     """One check or profile: the second line a judge reads."""
 
-    mode: Literal["check", "profile"]
+    mode: Literal["check", "profile", "measure"]  # measure: the reference alone, for a batch (batch/survey.py)
     problem: str = Field(min_length=1)  # absolute path of the problem folder or KernelBench file
     candidate: str = Field(min_length=1)  # absolute path of the candidate file
     baseline: str | None = None  # profile only: another candidate timed beside it
@@ -136,6 +136,9 @@ class Final(_Message):
     type: Literal["result"] = "result"
     result: dict[str, Any]  # a CheckResult or ProfileResult, validated by the caller against its model
     peak_memory_bytes: int | None = None  # device memory the run took at its peak (judge and hosts)
+    # the same from the judge's own allocator and the reference's measure alone: what a device-wide reading would
+    # be without neighbours (those reading it count the others' allocations too)
+    own_peak_bytes: int | None = None
 
 
 JudgeMessage = TypeAdapter(Annotated[Union[Ready, Progress, Final], Field(discriminator="type")])

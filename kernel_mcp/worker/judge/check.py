@@ -17,6 +17,7 @@ from kernel_mcp.worker.judge.reference import ReferenceRuntime
 from kernel_mcp.worker.judge.session import CandidateSession
 from kernel_mcp.worker.judge.shared_truth import SharedTruth
 
+MEASURED = "measured"  # a measure_reference that measured
 STOPPING_FAILURES = {"crash", "timeout", "forged"}  # the candidate process is gone or cannot be believed
 
 
@@ -30,6 +31,16 @@ def run_check(judging: Judging) -> CheckResult:
     finally:
         result.log_tail = session.log_tail()
         session.close()
+    return result
+
+
+def measure_reference(judging: Judging) -> CheckResult:
+    """What a check of the problem needs (its ``memory``), from the reference's run measured as a check's first
+    step does, with no candidate: a batch measures each problem so before its checks (batch/survey.py), which are
+    then admitted to the device with that need rather than a first share of it. Verdict "measured" when it could."""
+    result, runtime = prepare(judging)
+    if runtime is not None:
+        result.verdict = MEASURED
     return result
 
 

@@ -22,7 +22,7 @@ from kernel_mcp.results import CheckResult, Finding, ProfileResult
 from kernel_mcp.worker import lease, trace
 from kernel_mcp.worker.digests import loaded_digests
 from kernel_mcp.worker.isolation import proctree
-from kernel_mcp.worker.judge.check import run_check
+from kernel_mcp.worker.judge.check import measure_reference, run_check
 from kernel_mcp.worker.judge.context import Judging, Reporter, free_memory
 from kernel_mcp.worker.judge.hosts import Hosts
 from kernel_mcp.worker.judge.profile import run_profile
@@ -59,6 +59,8 @@ def boot(boot: JudgeBoot, reporter: Reporter, hosts: Hosts | None) -> tuple[Devi
 def run(judging: Judging) -> CheckResult | ProfileResult:
     if judging.request.mode == "profile":
         return run_profile(judging)
+    if judging.request.mode == "measure":
+        return measure_reference(judging)
     return run_check(judging)
 
 
@@ -92,7 +94,7 @@ def serve(reporter: Reporter, device: Device, hosts: Hosts) -> None:
     reporter.note_memory()
     sampled = reporter.peak_bytes()  # device-wide readings between steps: they can miss the peak
     peak = max(sampled or 0, estimate or 0) if sampled is not None or estimate is not None else None
-    reporter.send(Final(result=result.model_dump(), peak_memory_bytes=peak))
+    reporter.send(Final(result=result.model_dump(), peak_memory_bytes=peak, own_peak_bytes=estimate))
 
 
 def _harness_failure(request: JudgeRequest, exc: Exception, served: bool) -> CheckResult | ProfileResult:

@@ -12,7 +12,7 @@ every process it starts (``CUDA_VISIBLE_DEVICES=3``, its thread share). Other ru
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
@@ -47,6 +47,7 @@ class LocalRunner(UnsealedTargets):
         self._in_flight = 0
         self._closed = False
         self._devices: dict[str, Device] = {}  # device asked for -> what it resolved to
+        self._first_runs: dict[str, threading.Event] = {}  # problem key -> its first run here, until it measured
         self._redactor = Redactor()  # the secrets this process holds, kept out of every result
 
     # --- judges: check and profile ------------------------------------------------------------------
@@ -94,12 +95,18 @@ class LocalRunner(UnsealedTargets):
         """A check beside others. One of a problem never measured on this device is admitted with a first share
         of it (its judge held to that share); if the measured need is larger, it runs again, admitted with that
         need (or alone when the reference itself outgrew the share)."""
-        need = lease.measured_need(resolved, key)
-        if need is not None:
+        measuring = self._first_run_or_wait(resolved, key, say)
+        if measuring is None:
+            need = lease.measured_need(resolved, key)
             return self._admitted(judge, request, model, resolved, key, False, need, timeout, say)
         first = lease.first_need(resolved)
-        result = self._admitted(judge, request.model_copy(update={"memory_cap_bytes": first}), model,
-                                resolved, key, False, first, timeout, say)
+        try:
+            result = self._admitted(judge, request.model_copy(update={"memory_cap_bytes": first}), model,
+                                    resolved, key, False, first, timeout, say, measuring.set)
+        finally:
+            with self._lock:
+                self._first_runs.pop(key, None)
+            measuring.set()
         outgrew = next((f for f in result.findings if f.code == lease.OUTGREW), None)
         if outgrew is None:
             return result
@@ -107,6 +114,21 @@ class LocalRunner(UnsealedTargets):
         measured = result.memory.check_need_bytes if result.memory else None
         need = lease.need_from_measure(measured) if measured else lease.memory_need(resolved, key)
         return self._again(device, request, model, resolved, key, False, need, timeout, say)
+
+    def _first_run_or_wait(self, device: Device, key: str, say: ProgressFn) -> threading.Event | None:
+        """None once the problem's need is known here, after waiting for a first run of it under way in this runner
+        (an RL client's rollouts of one new problem come together: each would take a first share of the device, at
+        most three side by side); else this is the first run, and the event to set once its judge has measured."""
+        while True:
+            with self._lock:
+                if lease.measured_need(device, key) is not None:
+                    return None
+                running = self._first_runs.get(key)
+                if running is None:
+                    self._first_runs[key] = threading.Event()
+                    return self._first_runs[key]
+            say("waiting for another check of this problem to measure what it needs", 0, 0)
+            running.wait()
 
     def _again(self, device: str, request: JudgeRequest, model: type[CheckResult], resolved: Device, key: str,
                exclusive: bool, need: int, timeout: float, say: ProgressFn) -> CheckResult:
@@ -120,16 +142,27 @@ class LocalRunner(UnsealedTargets):
 
     def _admitted(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult] | type[ProfileResult],
                   device: Device, key: str, exclusive: bool, need: int, timeout: float,
-                  say: ProgressFn) -> CheckResult | ProfileResult:
-        """The run, under the device's lease (exclusive, or shared with ``need`` bytes reserved)."""
+                  say: ProgressFn, measured: Callable[[], None] | None = None) -> CheckResult | ProfileResult:
+        """The run, under the device's lease (exclusive, or shared with ``need`` bytes reserved). Once its judge has
+        measured the reference, the reservation takes the need it models, which is also recorded at once for the
+        problem's next runs (then ``measured`` is called)."""
+        def on_need(measured_bytes: int) -> None:
+            reservation.resize(lease.need_from_measure(measured_bytes))
+            lease.record_need(device, key, lease.need_from_measure(measured_bytes))
+            if measured:
+                measured()
+
         with lease.hold(device, exclusive, need, on_wait=lambda message: say(message, 0, 0)) as reservation:
-            judge.on_memory_need = lambda measured: reservation.resize(lease.need_from_measure(measured))
+            judge.on_memory_need = on_need
             final = judge.run(request, timeout, say)
-        lease.record_peak(device, key, final.peak_memory_bytes)
         try:
-            return model.model_validate(final.result)
+            result = model.model_validate(final.result)
         except ValueError as exc:
             raise JudgeFailure(f"the judge's result does not fit {model.__name__}: {exc}") from None
+        if request.mode != "measure":  # (a measure's need was recorded when its judge sent it; no check ran)
+            # a device-wide reading counts the neighbours' allocations too: only a run alone is read so
+            lease.record_peak(device, key, final.own_peak_bytes if reservation.crowded else final.peak_memory_bytes)
+        return result
 
     def _take_judge(self, device: str, profiling: bool, say: ProgressFn) -> JudgeProcess:
         with self._lock:
