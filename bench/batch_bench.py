@@ -165,6 +165,7 @@ def phase_medians(rows) -> dict[str, float | None]:
             "waited_for_build": median([r.phases["waited_s"] for r in rows if "waited_s" in r.phases]),
             # the device's memory admission: how many checks waited for it, and until when into their check
             "checks_that_waited_for_device": sum("admitted_at" in r.phases for r in rows),
+            "measured_at": median([r.phases["measured_at"] for r in rows if "measured_at" in r.phases]),
             "admitted_at": median([r.phases["admitted_at"] for r in rows if "admitted_at" in r.phases]),
             "waited_for_measure": median([r.phases["measure_wait_s"] for r in rows if "measure_wait_s" in r.phases])}
 

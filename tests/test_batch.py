@@ -433,8 +433,8 @@ def test_a_checks_phases_are_read_from_its_progress_messages():
     clock("importing the candidate")
     clock("test 0", 0, 3)
     clock("test 1", 1, 3)
-    assert list(clock.marks) == ["admitted_at", "import_at", "cases_at"]
-    assert clock.marks["admitted_at"] <= clock.marks["import_at"] <= clock.marks["cases_at"]
+    assert list(clock.marks) == ["admitted_at", "measured_at", "import_at", "cases_at"]
+    assert clock.marks["admitted_at"] <= clock.marks["measured_at"] <= clock.marks["import_at"] <= clock.marks["cases_at"]
     unwaited = PhaseClock()
     unwaited("importing the candidate")
     assert "admitted_at" not in unwaited.marks

@@ -147,7 +147,9 @@ def judge_one(item: Item, runner: Runner, device: str, settings: ProfileSettings
 class PhaseClock:
     """Where a check's seconds go, from its progress messages: ``import_at`` (the judge booted, the lease
     granted, the reference run and measured; the candidate's import, with any build it does, begins) and
-    ``cases_at`` (the import done, the first case begins), in seconds from the start; ``admitted_at`` where the
+    ``cases_at`` (the import done, the first case begins), in seconds from the start; ``measured_at`` where the
+    judge measured the reference (a large one, or on a GPU: its judge booted, admitted to the device, the
+    reference run once); ``admitted_at`` where the
     check waited for the device (worker/lease.py says so while it waits): the first message after the wait."""
 
     def __init__(self):
@@ -160,7 +162,9 @@ class PhaseClock:
             return
         if self.waiting:
             self.marks["admitted_at"], self.waiting = at, False
-        if message.startswith("importing the candidate"):
+        if message.startswith("the reference measured"):
+            self.marks.setdefault("measured_at", at)
+        elif message.startswith("importing the candidate"):
             self.marks.setdefault("import_at", at)
         elif "import_at" in self.marks:
             self.marks.setdefault("cases_at", at)
