@@ -220,14 +220,18 @@ def test_a_first_run_that_outgrows_its_first_share_runs_again_with_its_need(tmp_
     assert not any("admitting it again" in message for message in said), said
 
 
-def test_a_problem_measured_before_its_checks_admits_them_with_its_need(tmp_path):
+def test_a_problem_measured_before_its_checks_admits_them_with_its_need(tmp_path, monkeypatch):
     """A batch's survey (batch/survey.py): a judge measures the reference alone, no candidate; the need it models
-    is recorded, and the check after it is admitted with that need, not a first share (so it is never started
-    again), and passes."""
+    is recorded, and the check after it is admitted with that need. softmax over 1 GiB with the first share held to
+    3 GiB: a first run would outgrow it and start again (the test above); this check does not, and passes."""
+    import torch
+
     from kernel_mcp.problem import load_problem
     from kernel_mcp.worker import LocalRunner, lease
     from kernel_mcp.worker.protocol import JudgeRequest
-    problem, own, _ = _elementwise_problem(tmp_path, "torch.softmax(x, dim=1)", 1 << 26)
+    total = torch.cuda.get_device_properties(0).total_memory
+    monkeypatch.setattr(lease, "FIRST_SHARE", (lease.CONTEXTS_BYTES + 3 * (1 << 30)) / total)
+    problem, own, _ = _elementwise_problem(tmp_path, "torch.softmax(x, dim=1)", 1 << 28)
     loaded = load_problem(problem)
     runner = LocalRunner()
     result = runner.judge(JudgeRequest(mode="measure", problem=str(loaded.path), candidate=str(own)), "cuda")

@@ -173,7 +173,7 @@ def _admit(path: Path, device: Device, need: int, on_wait: OnWait | None) -> str
 def _release(path: Path, token: str) -> bool:
     """Drop the reservation; returns whether another holder reserved beside it at any moment."""
     with _ledger(path) as entries:
-        crowded = any(e.get("crowded") or len(entries) > 1 for e in entries if e.get("token") == token)
+        crowded = any(e.get("crowded") for e in entries if e.get("token") == token)
         entries[:] = [e for e in entries if e.get("token") != token]
     return crowded
 
@@ -202,13 +202,18 @@ def memory_key(device: Device) -> str:
     return device.lease_key
 
 
+def need_key(device: Device, problem_key: str) -> str:
+    """A problem's name in the memory records of ``device``'s model."""
+    return f"{memory_key(device)}:{problem_key}"
+
+
 def measured_need(device: Device, problem_key: str) -> int | None:
     """Bytes to reserve for a run of this problem from its measured peak, with a margin (0 off a GPU; None
-    when it was never measured on this device)."""
+    when it was never measured on a GPU of this model)."""
     if not device.is_gpu:
         return 0
     try:
-        peak = json.loads(_needs_file().read_text()).get(f"{memory_key(device)}:{problem_key}")
+        peak = json.loads(_needs_file().read_text()).get(need_key(device, problem_key))
     except (OSError, ValueError, AttributeError):
         peak = None
     if isinstance(peak, int) and peak >= 0:
@@ -254,6 +259,13 @@ def record_need(device: Device, problem_key: str, need_bytes: int | None) -> Non
 def record_peak(device: Device, problem_key: str, peak_bytes: int | None) -> None:
     if not device.is_gpu or peak_bytes is None or peak_bytes < 0:
         return
+    try:
+        _write_peak(device, problem_key, peak_bytes)
+    except OSError:
+        pass  # a record not written costs the next run its admission estimate, never its result
+
+
+def _write_peak(device: Device, problem_key: str, peak_bytes: int) -> None:
     path = _needs_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_suffix(".lock"), "a+") as lock:
@@ -263,7 +275,7 @@ def record_peak(device: Device, problem_key: str, peak_bytes: int | None) -> Non
             table = table if isinstance(table, dict) else {}
         except (OSError, ValueError):
             table = {}
-        key = f"{memory_key(device)}:{problem_key}"
+        key = need_key(device, problem_key)
         earlier = table.get(key)
         # the largest seen: a device-wide reading falls when another run frees memory meanwhile, and a
         # reservation too small runs checks out of memory; one too large only makes them queue

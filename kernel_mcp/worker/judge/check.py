@@ -37,10 +37,12 @@ def run_check(judging: Judging) -> CheckResult:
 def measure_reference(judging: Judging) -> CheckResult:
     """What a check of the problem needs (its ``memory``), from the reference's run measured as a check's first
     step does, with no candidate: a batch measures each problem so before its checks (batch/survey.py), which are
-    then admitted to the device with that need rather than a first share of it. Verdict "measured" when it could."""
+    then admitted to the device with that need rather than a first share of it. Verdict "measured" when it could (a
+    need beyond the first share included: the runner recorded it as the judge sent it, and nothing runs again)."""
     result, runtime = prepare(judging)
-    if runtime is not None:
+    if runtime is not None or (result.memory is not None and result.memory.check_need_bytes):
         result.verdict = MEASURED
+        result.findings = [f for f in result.findings if f.code != lease.OUTGREW]
     return result
 
 

@@ -47,7 +47,7 @@ class LocalRunner(UnsealedTargets):
         self._in_flight = 0
         self._closed = False
         self._devices: dict[str, Device] = {}  # device asked for -> what it resolved to
-        self._first_runs: dict[str, threading.Event] = {}  # problem key -> its first run here, until it measured
+        self._first_runs: dict[str, threading.Event] = {}  # lease.need_key -> its first run here, until it measured
         self._redactor = Redactor()  # the secrets this process holds, kept out of every result
 
     # --- judges: check and profile ------------------------------------------------------------------
@@ -62,7 +62,9 @@ class LocalRunner(UnsealedTargets):
         if request.mode == "profile":
             timeout += 2 * request.settings.budget_s  # may overrun by a sample per shape; reference timed alone
         say = on_progress or (lambda *_: None)
-        with self._guarded(problem, Path(request.candidate)) as tampered:
+        # a measure runs no candidate: unguarded (its restore would take a finding that is a check's beside it)
+        guarded = request.mode != "measure"
+        with self._guarded(problem, Path(request.candidate)) if guarded else nullcontext([]) as tampered:
             judge = self._take_judge(device, request.mode == "profile", say)
             try:
                 result = self._run_judge(judge, request, model, problem, device, timeout, say)
@@ -84,8 +86,8 @@ class LocalRunner(UnsealedTargets):
         if request.mode == "profile":
             return self._admitted(judge, request, model, ready.device, key, True, 0, timeout, say)
         result = self._shared(judge, request, model, ready.device, key, device, timeout, say)
-        if not (ready.device.is_gpu and lease.ran_short(result)):
-            return result
+        if not (ready.device.is_gpu and lease.ran_short(result)) or request.mode == "measure":
+            return result  # (a measure that ran short leaves the problem to its checks)
         say("it ran out of device memory beside other runs: running it again alone on the device", 0, 0)
         judge.close()  # its processes and their memory gone before the device is held alone
         return self._again(device, request, model, ready.device, key, True, 0, timeout, say)
@@ -94,49 +96,50 @@ class LocalRunner(UnsealedTargets):
                 key: str, device: str, timeout: float, say: ProgressFn) -> CheckResult:
         """A check beside others. One of a problem never measured on this device is admitted with a first share
         of it (its judge held to that share); if the measured need is larger, it runs again, admitted with that
-        need (or alone when the reference itself outgrew the share)."""
-        measuring = self._first_run_or_wait(resolved, key, say)
+        need (or alone when the reference itself outgrew the share). A measure ends after its first run: the need,
+        when its judge could tell it, is recorded then."""
+        need, measuring = self._first_run_or_wait(resolved, key, say)
         if measuring is None:
-            need = lease.measured_need(resolved, key)
             return self._admitted(judge, request, model, resolved, key, False, need, timeout, say)
         first = lease.first_need(resolved)
         try:
             result = self._admitted(judge, request.model_copy(update={"memory_cap_bytes": first}), model,
                                     resolved, key, False, first, timeout, say, measuring.set)
-        finally:
+            outgrew = next((f for f in result.findings if f.code == lease.OUTGREW), None)
+            if outgrew is None or request.mode == "measure":
+                return result
+            say(f"{outgrew.message}: admitting it again", 0, 0)
+            measured = result.memory.check_need_bytes if result.memory else None
+            need = lease.need_from_measure(measured) if measured else lease.memory_need(resolved, key)
+            return self._again(device, request, model, resolved, key, False, need, timeout, say, measuring.set)
+        finally:  # the checks waiting for it go on: with the need recorded, or one of them measures next
             with self._lock:
-                self._first_runs.pop(key, None)
+                self._first_runs.pop(lease.need_key(resolved, key), None)
             measuring.set()
-        outgrew = next((f for f in result.findings if f.code == lease.OUTGREW), None)
-        if outgrew is None:
-            return result
-        say(f"{outgrew.message}: admitting it again", 0, 0)
-        measured = result.memory.check_need_bytes if result.memory else None
-        need = lease.need_from_measure(measured) if measured else lease.memory_need(resolved, key)
-        return self._again(device, request, model, resolved, key, False, need, timeout, say)
 
-    def _first_run_or_wait(self, device: Device, key: str, say: ProgressFn) -> threading.Event | None:
-        """None once the problem's need is known here, after waiting for a first run of it under way in this runner
-        (an RL client's rollouts of one new problem come together: each would take a first share of the device, at
-        most three side by side); else this is the first run, and the event to set once its judge has measured."""
+    def _first_run_or_wait(self, device: Device, key: str, say: ProgressFn) -> tuple[int, threading.Event | None]:
+        """(its need, None) once known, after waiting for a first run of the problem under way in this runner (an RL
+        client's rollouts of a new problem come together); else (0, the event to set once this first run measured)."""
         while True:
             with self._lock:
-                if lease.measured_need(device, key) is not None:
-                    return None
-                running = self._first_runs.get(key)
+                need = lease.measured_need(device, key)
+                if need is not None:
+                    return need, None
+                running = self._first_runs.get(lease.need_key(device, key))
                 if running is None:
-                    self._first_runs[key] = threading.Event()
-                    return self._first_runs[key]
+                    running = self._first_runs[lease.need_key(device, key)] = threading.Event()
+                    return 0, running
             say("waiting for another check of this problem to measure what it needs", 0, 0)
             running.wait()
 
     def _again(self, device: str, request: JudgeRequest, model: type[CheckResult], resolved: Device, key: str,
-               exclusive: bool, need: int, timeout: float, say: ProgressFn) -> CheckResult:
+               exclusive: bool, need: int, timeout: float, say: ProgressFn,
+               measured: Callable[[], None] | None = None) -> CheckResult:
         """The check once more, in a fresh judge (a judge serves one request)."""
         again = JudgeProcess(device, pin=self.pin)
         try:
             again.wait_ready(BOOT_TIMEOUT_S, say)
-            return self._admitted(again, request, model, resolved, key, exclusive, need, timeout, say)
+            return self._admitted(again, request, model, resolved, key, exclusive, need, timeout, say, measured)
         finally:
             again.close()
 
@@ -144,8 +147,7 @@ class LocalRunner(UnsealedTargets):
                   device: Device, key: str, exclusive: bool, need: int, timeout: float,
                   say: ProgressFn, measured: Callable[[], None] | None = None) -> CheckResult | ProfileResult:
         """The run, under the device's lease (exclusive, or shared with ``need`` bytes reserved). Once its judge has
-        measured the reference, the reservation takes the need it models, which is also recorded at once for the
-        problem's next runs (then ``measured`` is called)."""
+        measured the reference, the reservation takes that need, recorded at once for the next runs (``measured``)."""
         def on_need(measured_bytes: int) -> None:
             reservation.resize(lease.need_from_measure(measured_bytes))
             lease.record_need(device, key, lease.need_from_measure(measured_bytes))
