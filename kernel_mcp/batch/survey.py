@@ -39,11 +39,11 @@ class Survey:
                  width: int):
         self._runner, self._device, self._resolved = runner, device, resolved
         self._lock = threading.Lock()
-        # on a GPU, and only where the checks run on this machine: the needs are recorded where they ran
+        # on a GPU, and only where the checks run on this machine (local_builds: the runner's checks use this
+        # machine's caches), since the needs are recorded where they ran
         here = resolved is not None and resolved.is_gpu and getattr(runner, "local_builds", False)
         self._queue = list(dict(problems).items()) if here else []
         self._running: dict[Path, threading.Event] = {}
-        self.measured: list[str] = []  # problems measured here (their names), for the batch's report
         self._threads = [threading.Thread(target=self._loop, name=f"survey-{k}", daemon=True)
                          for k in range(min(width, len(self._queue)))]
         for thread in self._threads:
@@ -87,7 +87,4 @@ class Survey:
         if measured_need(self._resolved, problem_key(loaded)) is not None:
             return  # another run measured it meanwhile
         request = JudgeRequest(mode="measure", problem=str(loaded.path), candidate=str(candidate.resolve()))
-        result = self._runner.judge(request, self._device, None, loaded)
-        if result.verdict == "measured":
-            with self._lock:
-                self.measured.append(loaded.name)
+        self._runner.judge(request, self._device, None, loaded)  # the runner records the need (lease.record_need)
