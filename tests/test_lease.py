@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -143,6 +144,54 @@ def test_checks_are_admitted_only_while_their_memory_fits(cache, tmp_path):
     rows = spans(log)
     assert rows["second"]["start"] >= rows["big"]["end"], "6 + 6 GiB of a 10 GiB device were admitted together"
     assert "GiB" in rows["second"]["waited"][0]
+
+
+def test_a_check_that_fits_passes_one_waiting_for_more_memory(cache, tmp_path):
+    """Backfill: a check waiting for memory that is not free steps out of the turnstile between tries, so a check
+    that fits now is admitted before it (one large check waiting held up every check behind it)."""
+    log, release = tmp_path / "log", tmp_path / "release"
+    big = holder("big", log, exclusive=False, hold_s=0.1, need=6 * GIB, until=release)
+    wait_for_marker(log, "big", "holding")
+    second = holder("second", log, exclusive=False, hold_s=0.1, need=6 * GIB)
+    wait_for_marker(log, "second", "waiting")
+    small = holder("small", log, exclusive=False, hold_s=0.1, need=GIB)
+    wait_for_marker(log, "small", "holding")  # admitted while the second still waits
+    release.touch()
+    run_all(big, second, small)
+    rows = spans(log)
+    assert rows["small"]["start"] < rows["second"]["start"] and not rows["small"]["waited"]
+    assert rows["second"]["start"] >= rows["big"]["end"]
+
+
+def test_a_check_waiting_longer_than_the_backfill_keeps_the_turnstile(cache, monkeypatch):
+    """Not starved: once a check has waited BACKFILL_S for memory, checks arriving after it wait for it, even
+    those that would fit."""
+    monkeypatch.setattr(lease, "BACKFILL_S", 0.3)
+    events = {name: threading.Event() for name in ("held", "release", "second in", "small in")}
+    order: list[str] = []
+
+    def run(name: str, need: int, until: str | None = None, on_wait=None):
+        with lease.hold(FAKE_GPU, False, need, on_wait=on_wait):
+            order.append(name)
+            events[f"{name} in" if name != "big" else "held"].set()
+            if until:
+                assert events[until].wait(30)
+    said = threading.Event()
+    threads = [threading.Thread(target=run, args=("big", 6 * GIB, "release"))]
+    threads[0].start()
+    assert events["held"].wait(30)
+    threads.append(threading.Thread(target=run, args=("second", 6 * GIB), kwargs={"on_wait": lambda m: said.set()}))
+    threads[1].start()
+    assert said.wait(30)
+    time.sleep(1.0)  # past the backfill: the second now keeps the turnstile
+    threads.append(threading.Thread(target=run, args=("small", GIB)))
+    threads[2].start()
+    time.sleep(0.5)
+    assert not events["small in"].is_set(), "a check overtook one waiting past the backfill"
+    events["release"].set()
+    for thread in threads:
+        thread.join(30)
+    assert order == ["big", "second", "small"]
 
 
 def test_a_run_alone_is_admitted_whatever_it_needs(cache, tmp_path):
