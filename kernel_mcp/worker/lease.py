@@ -15,8 +15,8 @@ machine (CLI runs, MCP servers, the orchestrator) through lock files in ``<cache
 
 A turnstile lock in front keeps it fair: an exclusive request waits for the shared holders present, and
 shared requests arriving after it wait for it. A shared request whose memory does not fit steps out of the
-turnstile between tries for BACKFILL_S (checks that fit pass it), then keeps it until admitted. ``flock`` locks die with their process, so a killed run
-never leaves the device locked; the memory ledger drops entries of processes that no longer exist.
+turnstile between tries for BACKFILL_S (checks that fit pass it), then keeps it until admitted. ``flock`` locks
+die with their process: a killed run never leaves the device locked; the ledger drops dead holders' entries.
 """
 from __future__ import annotations
 
