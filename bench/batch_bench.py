@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -70,6 +71,7 @@ class Side:
     verdicts: dict[str, str]  # id -> verdict, of the candidates finished within the budget
     seconds: float  # the side's wall time
     durations: list[float]  # seconds of each finished candidate, start to verdict
+    arrivals: list[int] | None = None  # seconds from the side's start at which each row was written (a batch)
 
 
 def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: float) -> Side:
@@ -117,18 +119,28 @@ def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: fl
     far count)."""
     manifest = write_manifest(items, out / "sample.jsonl")
     began = time.monotonic()
-    try:
-        subprocess.run([*CLI, "judge", str(out), str(manifest), "--out", str(out / side), "--jobs", str(jobs),
-                        "--no-time", "--device", device, "--json", "--share" if side == "batch" else "--no-share",
-                        *(["--builds", str(builds)] if builds is not None else [])],
-                       cwd=REPO, env=side_env(out, side), capture_output=True, text=True, timeout=budget_s)
-    except subprocess.TimeoutExpired:
-        pass
-    seconds = time.monotonic() - began
-    rows = read_rows(out / side / "results.jsonl")
+    results, arrivals = out / side / "results.jsonl", []
+    with subprocess.Popen([*CLI, "judge", str(out), str(manifest), "--out", str(out / side), "--jobs", str(jobs),
+                           "--no-time", "--device", device, "--json", "--share" if side == "batch" else "--no-share",
+                           *(["--builds", str(builds)] if builds is not None else [])],
+                          cwd=REPO, env=side_env(out, side), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          start_new_session=True) as run:
+        while run.poll() is None and time.monotonic() - began < budget_s:
+            time.sleep(1.0)  # when each row arrives, to the second: the rate once the start-up is over
+            count = len(results.read_text().splitlines()) if results.exists() else 0
+            arrivals += [round(time.monotonic() - began)] * (count - len(arrivals))
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGTERM)  # its judges and step hosts end with it (tests/test_caller_death.py)
+            try:
+                run.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(run.pid, signal.SIGKILL)
+    seconds = min(time.monotonic() - began, budget_s)
+    rows = read_rows(results)
+    (out / side / "arrivals.json").write_text(json.dumps(arrivals[:len(rows)]))
     # a slot's time per candidate: its check and the wait for its build ahead (none without builds ahead)
     return Side({row.id: row.verdict for row in rows}, seconds,
-                [row.seconds + row.phases.get("waited_s", 0.0) for row in rows])
+                [row.seconds + row.phases.get("waited_s", 0.0) for row in rows], arrivals[:len(rows)])
 
 
 def cpu_times() -> tuple[int, int]:
@@ -149,6 +161,15 @@ def steady_rate(durations: list[float], jobs: int) -> int | None:
     takes). ``per_hour`` counts what finished in the budget, start-up included: in a budget of one or two
     candidates' time, most of the first wave is still running when it ends."""
     return round(3600 * jobs / statistics.fmean(durations)) if durations else None
+
+
+def rate_after(arrivals: list[int], seconds: float) -> dict | None:
+    """Rows an hour from the first verdict to the end of the window: the rate once the start-up (the headers, the
+    first builds ahead) is over, the one a batch of hours approaches; and the rows written by each minute."""
+    if len(arrivals) < 2 or seconds - arrivals[0] <= 0:
+        return None
+    return {"first_row_at_s": arrivals[0], "per_hour": round(3600 * (len(arrivals) - 1) / (seconds - arrivals[0])),
+            "rows_by_minute": [sum(a <= m * 60 for a in arrivals) for m in range(1, int(seconds // 60) + 1)]}
 
 
 def phase_medians(rows) -> dict[str, float | None]:
@@ -211,6 +232,7 @@ def main() -> int:
                          "steady_per_hour": steady_rate(done.durations, jobs), "cpu_busy": busy[side]}
         if side != "loop":
             summary[side]["phases_median_s"] = phase_medians(read_rows(out / side / "results.jsonl"))
+            summary[side]["after_start_up"] = rate_after(done.arrivals or [], done.seconds)
     first, *others = sides_asked
     summary["verdicts_differ"] = {
         other: {i: {first: sides[first].verdicts[i], other: sides[other].verdicts[i]}
