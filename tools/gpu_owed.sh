@@ -66,7 +66,9 @@ batch)
   timeout $((n * budget + 80)) python3 bench/batch_bench.py "$bench" "$kb" "$manifest" --device cuda --jobs 12 \
     --limit 200 --budget-s "$budget" --sides "$side" --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
   tail -30 "$OUT/log.txt"; cp "$bench/summary.json" "$OUT/"
-  for s in $sides; do cp "$bench/$s/results.jsonl" "$OUT/results-$s.jsonl" 2>/dev/null; done
+  for s in $sides; do cp "$bench/$s/results.jsonl" "$OUT/results-$s.jsonl" 2>/dev/null
+    cp "$bench/$s/arrivals.json" "$OUT/arrivals-$s.json" 2>/dev/null; done
+  cp "$bench/cache-batch/memory.json" "$OUT/" 2>/dev/null  # the needs the batch measured (lease.record_need)
   cp "$bench/batch/headers.json" "$OUT/" 2>/dev/null ;;
 kernelbench)
   kb=${2:?a KernelBench root (carried: name it in carry)}; bench=/tmp/kmcp-kb-bench
