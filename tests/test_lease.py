@@ -183,10 +183,10 @@ def test_a_check_waiting_longer_than_the_backfill_keeps_the_turnstile(cache, mon
     threads.append(threading.Thread(target=run, args=("second", 6 * GIB), kwargs={"on_wait": lambda m: said.set()}))
     threads[1].start()
     assert said.wait(30)
-    time.sleep(1.0)  # past the backfill: the second now keeps the turnstile
+    time.sleep(2.0)  # well past the backfill: the second now keeps the turnstile
     threads.append(threading.Thread(target=run, args=("small", GIB)))
     threads[2].start()
-    time.sleep(0.5)
+    time.sleep(1.0)
     assert not events["small in"].is_set(), "a check overtook one waiting past the backfill"
     events["release"].set()
     for thread in threads:
