@@ -149,8 +149,8 @@ class LocalRunner(UnsealedTargets):
         """The run, under the device's lease (exclusive, or shared with ``need`` bytes reserved). Once its judge has
         measured the reference, the reservation takes that need, recorded at once for the next runs (``measured``)."""
         def on_need(measured_bytes: int) -> None:
-            reservation.resize(lease.need_from_measure(measured_bytes))
-            lease.record_need(device, key, lease.need_from_measure(measured_bytes))
+            reservation.resize(need_now := lease.need_from_measure(measured_bytes))
+            lease.record_need(device, key, need_now)
             if measured:
                 measured()
 
