@@ -17,7 +17,8 @@ secret inputs and float64 truth), ``unshared`` (``judge --no-share``), ``loop`` 
 Writes OUT_DIR/summary.json (rates, seconds, the verdicts that differ) and prints it; each side's rows go to
 OUT_DIR/<side>/results.jsonl as they end. ``per_hour`` is what finished in the budget; ``steady_per_hour`` the
 rate with every slot busy (``steady_rate``), the figure a batch of hours approaches; ``cpu_busy`` the share of
-the machine's CPU time in use while the side ran (near 1: the builds bound the rate, not the GPU). A verdict
+the machine's CPU time in use while the side ran (near 1: the builds bound the rate, not the GPU), ``cpu_s`` the
+CPU seconds its processes used by kind (cpu_use.py: the compilers of load_inline builds, Python). A verdict
 that differs between the two is listed by id with both verdicts: a fresh-seed flake of a borderline candidate reads the
 same in a second run of ``check`` alone; anything else is a bug in the batch.
 """
@@ -43,6 +44,7 @@ sys.path.insert(0, str(REPO))
 from kernel_mcp.batch.ledger import read_rows  # noqa: E402
 from kernelbench_bench import read_rows as read_jsonl  # noqa: E402
 from kernel_mcp.batch.sources import Item, find_items  # noqa: E402
+from cpu_use import CpuUse  # noqa: E402
 
 CLI = [sys.executable, "-m", "kernel_mcp"]
 
@@ -213,14 +215,15 @@ def main() -> int:
     judged = {r["id"] for r in read_jsonl(args.skip, key=lambda r: r["id"]) if r.get("passed") is not None}
     items = sample([i for i in find_items(args.problems, args.candidates) if i.id not in judged], args.limit)
     sides = {}
-    busy = {}
+    busy, cpu_s = {}, {}
     for side in sides_asked:
         before = cpu_times()
-        if side == "loop":
-            sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s)
-        else:
-            sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side, args.builds)
-        busy[side] = busy_share(before, cpu_times())
+        with CpuUse() as use:
+            if side == "loop":
+                sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s)
+            else:
+                sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side, args.builds)
+        busy[side], cpu_s[side] = busy_share(before, cpu_times()), use.seconds()
         done = sides[side]
         print(f"{side}: {len(done.verdicts)} judged in {done.seconds:.0f} s: "
               f"{3600 * len(done.verdicts) / done.seconds:.0f} per hour", flush=True)
@@ -229,7 +232,8 @@ def main() -> int:
         jobs = args.loop_jobs or args.jobs if side == "loop" else args.jobs
         summary[side] = {"judged": len(done.verdicts), "seconds": round(done.seconds, 1),
                          "per_hour": round(3600 * len(done.verdicts) / done.seconds),
-                         "steady_per_hour": steady_rate(done.durations, jobs), "cpu_busy": busy[side]}
+                         "steady_per_hour": steady_rate(done.durations, jobs), "cpu_busy": busy[side],
+                         "cpu_s": cpu_s[side]}
         if side != "loop":
             summary[side]["phases_median_s"] = phase_medians(read_rows(out / side / "results.jsonl"))
             summary[side]["after_start_up"] = rate_after(done.arrivals or [], done.seconds)

@@ -14,6 +14,7 @@ from kernel_mcp.batch.survey import Survey, default_width
 from kernel_mcp.results import CheckResult
 from kernel_mcp.worker import LocalRunner, lease
 from kernel_mcp.worker.protocol import Device, JudgeRequest
+from kernel_mcp.worker.runners import local
 
 GIB = 1 << 30
 FAKE_GPU = Device(kind="cuda", index=0, vendor="nvidia", name="survey GPU", uuid="GPU-survey",
@@ -111,15 +112,24 @@ def test_nothing_is_measured_off_a_gpu_or_where_the_checks_run_elsewhere(cache):
     assert default_width(runner) == 3  # as many first shares as fit one device's budget
 
 
-def test_a_measure_runs_the_reference_and_no_candidate(tmp_path, cache):
+def test_a_measure_runs_the_reference_and_no_candidate(tmp_path, cache, monkeypatch):
     """A real judge: the reference is run and measured as a check's first step; the candidate the request names is
-    never imported (one that raises at import would fail a check)."""
+    never imported (one that raises at import would fail a check), and the judge starts no candidate host (each
+    would boot torch and a device context for nothing)."""
+    hosts = []
+    real = local.JudgeProcess
+
+    def recording(device, *args, **kwargs):
+        hosts.append(kwargs.get("hosts", 1))
+        return real(device, *args, **kwargs)
+    monkeypatch.setattr(local, "JudgeProcess", recording)
     candidate = tmp_path / "raises.py"
     candidate.write_text("raise SystemExit('imported')\n")
     request = JudgeRequest(mode="measure", problem=str(PROBLEMS / "vector_add"), candidate=str(candidate))
     result = LocalRunner().judge(request, "cpu")
     assert result.verdict == "measured" and not result.passed and result.cases == [], result
     assert result.memory is not None
+    assert hosts == [0]
 
 
 def test_checks_of_one_new_problem_in_one_runner_wait_for_the_first_to_measure_it(cache):

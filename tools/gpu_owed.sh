@@ -21,7 +21,8 @@
 #   bash tools/gpu_owed.sh batch KB MANIFEST [SIDES]  # bench/batch_bench.py: judged per hour on generations not
 #            # judged before (bench/data/generations_judged.jsonl); SIDES batch (the default), loop, or batch,loop
 #            # (a window each, in one call: BUDGET_S=SECONDS, 480 by default, must then fit twice in a call); a
-#            # side needs several candidates' time (about 90 s each on a GPU) to pass its start-up
+#            # side needs several candidates' time (about 90 s each on a GPU) to pass its start-up; TRACE=1: every
+#            # judge's phases to trace.txt (read it with tools/trace_phases.py)
 set -uo pipefail
 steps="smoke attacks timing numerics tune kernelbench rerun memory compare reward rebuild batch"
 step=${1:?"usage: gpu_owed.sh STEP [args], STEP one of: $steps (the header of this script says what each runs)"}
@@ -63,6 +64,8 @@ batch)
   side=${4:-batch}; bench=/tmp/kmcp-batch-bench  # its kernel stores are large: only the figures come back
   budget=${BUDGET_S:-480}  # a shorter window where a call also runs other steps
   sides=${side//,/ }; n=$(wc -w <<< "$sides")  # "batch,loop": both sides in one call, a window each
+  # TRACE=1: every judge's phases (worker/trace.py) to trace.txt, to see where a check holds the device
+  [[ ${TRACE:-0} == 1 ]] && export KERNEL_MCP_TRACE=$(realpath "$OUT")/trace.txt
   timeout $((n * budget + 80)) python3 bench/batch_bench.py "$bench" "$kb" "$manifest" --device cuda --jobs 12 \
     --limit 200 --budget-s "$budget" --sides "$side" --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
   tail -30 "$OUT/log.txt"; cp "$bench/summary.json" "$OUT/"

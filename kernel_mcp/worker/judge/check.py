@@ -8,7 +8,7 @@ import torch
 
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, Finding, MemoryUse
-from kernel_mcp.worker import lease
+from kernel_mcp.worker import lease, trace
 from kernel_mcp.worker.isolation import check_namespaces, kernel_cache, mounts, sandbox
 from kernel_mcp.worker.judge import contract, determinism, footprint, numerics, repeat, reruns
 from kernel_mcp.worker.judge.case import CaseRunner, plan_cases, random_shapes, undeclared_shape
@@ -61,9 +61,12 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
         result.findings.append(Finding(code="precision", severity="info", message=contract))
     reserved = request.memory_cap_bytes
     capped = footprint.hold_to(max(lease.MIN_NEED, reserved - lease.CONTEXTS_BYTES) if reserved else None, device)
+    trace.mark(f"judge: preparing {problem.name}")
     try:
         runtime = ReferenceRuntime(problem, device)
+        trace.mark("judge: reference built")
         needs = footprint.measure(runtime, problem.tests[0])
+        trace.mark("judge: reference measured")
     except Exception as exc:  # noqa: BLE001  (out of memory, or a broken reference: the problem's fault)
         return _reference_failed(result, problem, exc, reserved if capped else None), None
     refused = _fit(judging, runtime, needs, result)  # before more runs of a reference the machine may not hold
@@ -75,6 +78,7 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
         signs = runtime.probe_signed_inputs(problem.tests[0])
     except Exception as exc:  # noqa: BLE001
         return _reference_failed(result, problem, exc, reserved if capped else None), None
+    trace.mark("judge: signed inputs probed")
     if signs:
         result.findings.append(signs)
     if capped:
@@ -198,6 +202,7 @@ def _run_cases(runner: CaseRunner, cases: list, reporter) -> bool:
     runtime, session, result = runner.rt, runner.session, runner.result
     reporter.progress("importing the candidate", 0, len(cases))
     failure = session.start(runtime.problem.spec.timeouts.import_)
+    trace.mark("judge: candidate imported")
     if failure and failure.kind == "boot":
         result.findings.append(Finding(code="host_boot_failed", message=failure.message))
         result.verdict = "error: harness"

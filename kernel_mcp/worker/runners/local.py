@@ -1,13 +1,12 @@
 """The runner of this machine: every process that runs candidate code here is started by it.
 
-A runner owns the file guard, the per-device lease, process launch and the result channels. Tools take
-one (``runner=``) and never touch processes; the CLI and the MCP server each build one. ``LocalRunner``
-runs everything on this machine; with ``warm=True`` (a long-lived server) it keeps a judge, with its
-candidate host, booted ahead of need per device asked for (``spares`` of them, topped up in batches
-once half are used), and a step host per kind, so an agent's next call finds interpreter, torch and
-device context ready. Each is used once: a candidate always gets a process that has run no other
-candidate's code, and the judge never imports candidate code. ``pin``: a pool worker's environment for
-every process it starts (``CUDA_VISIBLE_DEVICES=3``, its thread share). Other runners: runners/pool.py, ray.py.
+A runner owns the file guard, the per-device lease, process launch and the result channels. Tools take one
+(``runner=``) and never touch processes; the CLI and the MCP server each build one. ``LocalRunner`` runs everything on
+this machine; with ``warm=True`` (a long-lived server) it keeps a judge, with its candidate host, booted ahead of need
+per device asked for (``spares`` of them, topped up in batches once half are used), and a step host per kind, so an
+agent's next call finds interpreter, torch and device context ready. Each is used once: a candidate always gets a
+process that has run no other candidate's code, and the judge never imports candidate code. ``pin``: a pool worker's
+environment for every process it starts (``CUDA_VISIBLE_DEVICES=3``, its thread share). Also: pool.py, ray.py.
 """
 from __future__ import annotations
 
@@ -62,10 +61,9 @@ class LocalRunner(UnsealedTargets):
         if request.mode == "profile":
             timeout += 2 * request.settings.budget_s  # may overrun by a sample per shape; reference timed alone
         say = on_progress or (lambda *_: None)
-        # a measure runs no candidate: unguarded (its restore would take a finding that is a check's beside it)
-        guarded = request.mode != "measure"
+        guarded = request.mode != "measure"  # no candidate runs: a restore would take a finding of a check beside it
         with self._guarded(problem, Path(request.candidate)) if guarded else nullcontext([]) as tampered:
-            judge = self._take_judge(device, request.mode == "profile", say)
+            judge = self._take_judge(device, request.mode, say)
             try:
                 result = self._run_judge(judge, request, model, problem, device, timeout, say)
             except JudgeFailure as exc:
@@ -166,15 +164,17 @@ class LocalRunner(UnsealedTargets):
             lease.record_peak(device, key, final.own_peak_bytes if reservation.crowded else final.peak_memory_bytes)
         return result
 
-    def _take_judge(self, device: str, profiling: bool, say: ProgressFn) -> JudgeProcess:
+    def _take_judge(self, device: str, mode: str, say: ProgressFn) -> JudgeProcess:
+        if mode == "measure":  # no candidate runs: no candidate host (each boots torch and a device context)
+            return JudgeProcess(device, hosts=0, pin=self.pin)
         with self._lock:
             waiting = self._judges.get(device) or []
-            spare = waiting.pop(0) if waiting else None if self.pin else claim_prestarted(device, profiling)
+            spare = waiting.pop(0) if waiting else None if self.pin else claim_prestarted(device, mode == "profile")
         if spare is not None:
             if spare.alive and spare.unchanged(BOOT_TIMEOUT_S, say):
                 return spare
             spare.close()
-        return JudgeProcess(device, warm_profiler=profiling, pin=self.pin)
+        return JudgeProcess(device, warm_profiler=mode == "profile", pin=self.pin)
 
     # --- compile steps --------------------------------------------------------------------------------
     def step(self, request, problem: Problem, timeout_s: float, device: Device | None = None) -> StepReply:
