@@ -80,10 +80,12 @@ def summary(rows: list[dict], entries: dict[str, dict]) -> str:
     bugs = [r for r in ran if r["passed"] and source_word(entries[r["id"]]) != "correct"
             and contract_at_source(r, entries[r["id"]]) is False]
     lines += ["", f"ours pass where the source and KernelBench's contract both say wrong: {len(bugs)}"]
-    lines += [f"  {r['id']} L{entries[r['id']]['level']} {r['problem']}: {r.get('why', '')[:200]}" for r in bugs]
+    lines += [f"  {r['id']} L{entries[r['id']]['level']} {entries[r['id']]['problem']}: {r.get('why', '')[:200]}"
+              for r in bugs]
     split = [r for r in ran if r["passed"] != (source_word(entries[r["id"]]) == "correct")]
     lines += ["", f"disagreements with the source: {len(split)}"]
-    lines += [f"  {r['id']} L{entries[r['id']]['level']} {r['problem']}: source {source_word(entries[r['id']])}, "
+    # (a one-shot loop's rows, batch_bench's, name no problem: the manifest does)
+    lines += [f"  {r['id']} L{entries[r['id']]['level']} {entries[r['id']]['problem']}: source {source_word(entries[r['id']])}, "
               f"ours {r['verdict']}"
               f" ({r.get('cause', '')}); KernelBench {r.get('kernelbench')}, v0.1 {r.get('kernelbench_v01')}; "
               f"{(r.get('why') or r.get('finding') or '')[:240]}" for r in split]
