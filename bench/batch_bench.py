@@ -18,7 +18,8 @@ Writes OUT_DIR/summary.json (rates, seconds, the verdicts that differ) and print
 OUT_DIR/<side>/results.jsonl as they end. ``per_hour`` is what finished in the budget; ``steady_per_hour`` the
 rate with every slot busy (``steady_rate``), the figure a batch of hours approaches; ``cpu_busy`` the share of
 the machine's CPU time in use while the side ran (near 1: the builds bound the rate, not the GPU), ``cpu_s`` the
-CPU seconds its processes used by kind (cpu_use.py: the compilers of load_inline builds, Python). A verdict
+CPU seconds its processes used by kind (cpu_use.py: the compilers of load_inline builds, Python) and ``runs``,
+the compiler processes seen (``cicc``: one per CUDA build). A verdict
 that differs between the two is listed by id with both verdicts: a fresh-seed flake of a borderline candidate reads the
 same in a second run of ``check`` alone; anything else is a bug in the batch.
 """
@@ -223,7 +224,7 @@ def main() -> int:
                 sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s)
             else:
                 sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side, args.builds)
-        busy[side], cpu_s[side] = busy_share(before, cpu_times()), use.seconds()
+        busy[side], cpu_s[side] = busy_share(before, cpu_times()), {**use.seconds(), "runs": use.compiler_runs()}
         done = sides[side]
         print(f"{side}: {len(done.verdicts)} judged in {done.seconds:.0f} s: "
               f"{3600 * len(done.verdicts) / done.seconds:.0f} per hour", flush=True)

@@ -22,6 +22,7 @@ def test_a_grandchild_s_cpu_time_is_counted_under_its_kind():
     with CpuUse(interval_s=0.1) as use:
         subprocess.run(["sh", "-c", f'"{sys.executable}" -c "$0"', BUSY.format(seconds=1.0)], check=True)
     seconds = use.seconds()
+    assert use.compiler_runs() == {}
     assert 0.8 <= seconds["python"] <= 1.5  # one second of CPU: what the last reading before it ended saw
     assert seconds["compilers"] == 0
     assert seconds["total"] == pytest.approx(sum(v for k, v in seconds.items() if k != "total"), abs=0.2)
@@ -60,3 +61,13 @@ def test_what_a_process_used_before_the_block_is_not_counted():
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_compiler_runs_count_the_compilers_started_in_the_block(tmp_path):
+    source = tmp_path / "big.c"  # long enough to be seen by a sampler every 0.05 s
+    source.write_text("".join(f"int f{i}(int x) {{ return x * {i} + {i % 7}; }}\n" for i in range(4000)))
+    with CpuUse(interval_s=0.05) as use:
+        for _ in range(2):
+            subprocess.run(["gcc", "-O2", "-c", str(source), "-o", str(tmp_path / "big.o")], check=True)
+    assert use.compiler_runs().get("cc1") == 2
+    assert use.seconds()["compilers"] > 0
