@@ -9,16 +9,19 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
+import torch
 from test_cheats import VECTOR_ADD
 
 from kernel_mcp.batch.judging import precompile_headers
 from kernel_mcp.batch.sources import Item
 from kernel_mcp.tools.check import check
-from kernel_mcp.worker.isolation import header_cache, kernel_cache
+from kernel_mcp.worker.isolation import header_cache, kernel_cache, sandbox
 from kernel_mcp.worker.launch.headers import ninja_variables
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cpp"
 HONEST, POISONER = FIXTURES / "add_inline_cpu.py", FIXTURES / "poison_headers.py"
+REUSE = FIXTURES / "reuse_kept_build.py"
 
 
 def _calling(flags) -> str:
@@ -67,3 +70,34 @@ def test_a_load_inline_build_takes_the_entry_and_no_candidate_can_change_it(tmp_
     assert poisoner.passed, poisoner.verdict  # it adds honestly: only its sabotage must fail, and does
     assert (gch.stat().st_size, gch.stat().st_mtime_ns) == before
     assert not gch.with_name("extension.h").exists()
+
+
+def test_a_build_kept_from_before_its_entry_is_loaded_as_it_was_made(tmp_path, monkeypatch):
+    """A batch's builds ahead start beside the entry's own build, so a candidate may be built before its entry
+    exists. Its check then loads that build as it was made, rather than building it all again with the entry on
+    its include path (the fixture fails its own import if a kept build is built again); a candidate built after
+    the entry exists gets it. The entry here is one GCC refuses (not a precompiled header at all), which GCC passes
+    over as it would a stale one: the test is of which builds are given it, in a cache of the test's own."""
+    if not sandbox.sealed_for_candidates((str(tmp_path),)):
+        pytest.skip("candidates get no mount namespace here: a kept torch build is built again, as before")
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "cache"))
+    early = tmp_path / "early.py"
+    early.write_bytes(REUSE.read_bytes())
+    assert check(VECTOR_ADD, early, device="cpu").passed  # built while no entry exists
+
+    folder = header_cache.entry(torch.__version__, [], False)  # the fixture's flags: none, no CUDA
+    (folder / "torch").mkdir(parents=True)
+    (folder / "torch" / (Path(header_cache.HEADER).name + ".gch")).write_bytes(b"not a precompiled header")
+    again = check(VECTOR_ADD, early, device="cpu")
+    assert again.passed, (again.verdict, [f.message for f in again.findings])
+    assert f"-I{folder}" not in _kept_ninja(early)
+
+    late = tmp_path / "late.py"
+    late.write_text(REUSE.read_text().replace("kmcp_reuse_kept", "kmcp_built_after_the_entry"))
+    built = check(VECTOR_ADD, late, device="cpu")
+    assert built.passed, (built.verdict, [f.message for f in built.findings])
+    assert f"-I{folder}" in _kept_ninja(late)
+
+
+def _kept_ninja(candidate: Path) -> str:
+    return next((kernel_cache.store() / kernel_cache.key_for(candidate)).rglob("build.ninja")).read_text()

@@ -44,19 +44,19 @@ def _items(tmp_path: Path, names: dict[str, str]) -> list[Item]:
     return items
 
 
-def test_checks_take_candidates_as_their_builds_end_and_only_builds_wait_for_the_headers(tmp_path):
+def test_checks_take_candidates_as_their_builds_end(tmp_path):
     """A slow build holds up no other candidate: the one after it, built sooner, and one that builds nothing are
-    handed out first. The precompiled headers are waited for once, before the first build."""
-    runner, headers = StepRecorder(hold=("slow",)), []
+    handed out first."""
+    runner = StepRecorder(hold=("slow",))
     items = _items(tmp_path, {"slow": BUILDS, "fast": BUILDS, "plain": "x = 1\n"})
-    prebuilds = Prebuilds(items, runner, builds=2, ahead=8, before_first=lambda: headers.append(time.monotonic()))
+    prebuilds = Prebuilds(items, runner, builds=2, ahead=8)
     try:
         first, second = prebuilds.take(), prebuilds.take()
         assert {first[0].id, second[0].id} == {"fast", "plain"}, (first, second)
         runner.go.set()
         last = prebuilds.take()
         assert last[0].id == "slow" and prebuilds.take() is None
-        assert sorted(runner.built) == ["fast", "slow"] and len(headers) == 1
+        assert sorted(runner.built) == ["fast", "slow"]
     finally:
         runner.go.set()
         prebuilds.close()

@@ -48,8 +48,8 @@ def judge_batch(items: list[Item], folder: Path, runner: Runner, device: str = "
     headers = precompile_headers(todo, device, folder / "headers.json")
     builds = builds_allowed(runner, default_builds() if builds is None else builds)
     resolved = lease_device(device) if guess_kind(device) == "cuda" else None
-    prebuilds = Prebuilds(todo, runner, builds, ahead=builds + jobs, before_first=headers.join if headers else None,
-                          device=resolved if builds else None)
+    # builds ahead start at once, beside the headers' own (one made before its entry keeps its flags: header_cache)
+    prebuilds = Prebuilds(todo, runner, builds, ahead=builds + jobs, device=resolved if builds else None)
     survey = Survey([(item.problem, item.candidate) for item in todo], runner, device, resolved,
                     default_width(runner))
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from kernel_mcp.batch.sources import Item
@@ -39,12 +38,11 @@ def builds_on_import(candidate: Path) -> bool:
 
 class Prebuilds:
     """Hands out a batch's candidates (``take``), each once its build is done: ``builds`` build at once, in the
-    order given, at most ``ahead`` of the checks. ``builds`` 0: handed out in order, nothing built ahead.
-    ``before_first``: waited for before the first build (the precompiled headers: a build made before them
-    would differ from its check's, which then builds again)."""
+    order given, at most ``ahead`` of the checks. ``builds`` 0: handed out in order, nothing built ahead. They start
+    at once, beside the precompiled headers' own build (a build made before its entry existed keeps its flags when
+    its check loads it: header_cache.kept_without)."""
 
-    def __init__(self, items: list[Item], runner: Runner, builds: int, ahead: int,
-                 before_first: Callable[[], None] | None = None, device: Device | None = None):
+    def __init__(self, items: list[Item], runner: Runner, builds: int, ahead: int, device: Device | None = None):
         self._todo = queue.SimpleQueue()
         for item in items:
             self._todo.put(item)
@@ -52,8 +50,7 @@ class Prebuilds:
         self._left, self._lock = len(items), threading.Lock()
         self._window = threading.BoundedSemaphore(max(1, min(ahead, KEPT_BUILDS // 4)))
         self._stop = threading.Event()
-        self._runner, self._before_first, self._device = runner, before_first, device
-        self._first = threading.Lock()
+        self._runner, self._device = runner, device
         self._threads = [threading.Thread(target=self._build_loop, name=f"prebuild-{k}") for k in range(builds)]
         if not self._threads:
             while not self._todo.empty():
@@ -98,10 +95,6 @@ class Prebuilds:
                 self._ready.put((item, round(time.monotonic() - began, 2)))
 
     def _build(self, item: Item) -> None:
-        with self._first:  # once: every later build waits for it too (held only while it runs)
-            if self._before_first is not None:
-                self._before_first()
-                self._before_first = None
         try:
             problem = load_problem(item.problem)
         except Exception:  # noqa: BLE001  (a broken problem: the check says so)

@@ -12,9 +12,10 @@ How it stays safe and exact:
   Without namespaces a candidate could write it, as it could every file of its user, the kernel build store
   included (worker/isolation/kernel_cache.py says the same); the check then says ``no_pid_namespace``.
 * **Who reads.** The candidate host wraps ``load_inline`` (``install``): a call whose ``extra_cflags`` and CUDA
-  use match an entry gets that entry's folder first on its include path, nothing else changed. GCC takes a
-  ``.gch`` only where the compiler, its options and every macro the header uses are the same as when it was
-  built, and otherwise reads the header as always, so an entry can make a build faster, never different.
+  use match an entry gets that entry's folder first on its include path, nothing else changed (unless its build
+  was kept from before the entry existed: ``kept_without``). GCC takes a ``.gch`` only where the compiler, its
+  options and every macro the header uses are the same as when it was built, and otherwise reads the header as
+  always, so an entry can make a build faster, never different.
 * **What is built.** The flag sets come from the candidates' sources, read as text (``flag_sets``), and only
   flags on an allowlist: a trusted compiler never runs with an option a candidate chose beyond these.
 """
@@ -115,9 +116,23 @@ def install() -> None:
         with_cuda = given.get("with_cuda")
         with_cuda = bool(given.get("cuda_sources")) if with_cuda is None else with_cuda
         folder = entry(torch.__version__, given.get("extra_cflags"), with_cuda)
-        if not given.get("extra_include_paths") and (folder / (HEADER + ".gch")).is_file():
+        if not given.get("extra_include_paths") and (folder / (HEADER + ".gch")).is_file() \
+                and not kept_without(given.get("name"), given.get("build_directory"), folder):
             given["extra_include_paths"] = [str(folder)]
         return original(*bound.args, **bound.kwargs)
 
     load_inline.__wrapped__ = original
     cpp_extension.load_inline = load_inline
+
+
+def kept_without(name, build_directory, folder: Path) -> bool:
+    """Is a build of this extension kept from before the entry existed (a batch's builds ahead start beside the
+    entry's own, not after it)? Then the entry is left out: with the flags that build was made with, torch loads it
+    as it is, where another include path would build it all again."""
+    try:
+        from torch.utils import cpp_extension
+        where = build_directory or cpp_extension._get_build_directory(str(name), verbose=False)
+        made_with = (Path(where) / "build.ninja").read_text(errors="replace")
+    except Exception:  # noqa: BLE001  (nothing kept, or a torch without this helper: the entry is used)
+        return False
+    return f"-I{folder}" not in made_with
