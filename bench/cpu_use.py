@@ -32,12 +32,12 @@ def _stat(pid: str) -> tuple[int, str, int, int] | None:
     """(parent pid, comm, start time in ticks, user + system ticks) of ``pid``, or None once it is gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        # comm is in parentheses and may hold spaces or parentheses itself: the fields after it follow the last ')'
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        return int(fields[1]), comm, int(fields[19]), int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):  # gone, or a read torn by its exit: its last reading stands
         return None
-    # comm is in parentheses and may hold spaces or parentheses itself: the fields after it follow the last ')'
-    comm = text[text.index("(") + 1:text.rindex(")")]
-    fields = text[text.rindex(")") + 2:].split()
-    return int(fields[1]), comm, int(fields[19]), int(fields[11]) + int(fields[12])
 
 
 class CpuUse:

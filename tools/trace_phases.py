@@ -6,7 +6,9 @@
 Reads the marks of worker/trace.py. A judge is a process with a "judge: preparing PROBLEM" mark; its steps are the
 intervals between its consecutive marks from "judge: request read" on, named by the two marks (each case's name made
 "CASE", so that the steps of every case add up). Each judge counts as a check (it made expected outputs), an import
-failure (its candidate never ran a case) or a measure (batch/survey.py: no candidate). GiB x s weighs each interval by
+failure (its candidate never ran a case), cut short (stopped during its candidate's import) or a measure
+(batch/survey.py: no candidate; a check stopped before its candidate, its problem broken or too large, reads the
+same). GiB x s weighs each interval by
 the need the judge reported ("a check needs about N GiB"): what the lease held for it meanwhile, so the steps that
 hold the most of the device for longest come first.
 
@@ -43,7 +45,11 @@ def step_name(label: str) -> str:
 def kind_of(labels: list[str]) -> str:
     if any(label.endswith("expected outputs made") for label in labels):
         return "check"
-    return "import failure" if "judge: candidate imported" in labels else "measure"
+    if "judge: candidate imported" in labels:
+        return "import failure"
+    if any("importing the candidate" in label for label in labels):
+        return "cut short"  # its candidate's import began and never ended (the run was stopped meanwhile)
+    return "measure"  # no candidate: a measure, or a check that stopped before one (its problem broken or too large)
 
 
 def summarize(marks: dict[str, list[tuple[float, str]]]) -> tuple[Counter, Counter, Counter, list[tuple]]:

@@ -24,7 +24,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import re
+import shlex
 from collections import Counter
 from pathlib import Path
 
@@ -127,12 +129,14 @@ def install() -> None:
 
 def kept_without(name, build_directory, folder: Path) -> bool:
     """Is a build of this extension kept from before the entry existed (a batch's builds ahead start beside the
-    entry's own, not after it)? Then the entry is left out: with the flags that build was made with, torch loads it
-    as it is, where another include path would build it all again."""
+    entry's own, not after it), made at this very path? Then the entry is left out: with the flags that build was
+    made with, torch loads it as it is, where another include path would build it all again. A build kept from
+    another path (no mount namespace: kernel_cache.py) is built again anyway, and takes the entry."""
     try:
         from torch.utils import cpp_extension
-        where = build_directory or cpp_extension._get_build_directory(str(name), verbose=False)
+        where = os.path.abspath(build_directory or cpp_extension._get_build_directory(str(name), verbose=False))
         made_with = (Path(where) / "build.ninja").read_text(errors="replace")
     except Exception:  # noqa: BLE001  (nothing kept, or a torch without this helper: the entry is used)
         return False
-    return f"-I{folder}" not in made_with
+    # torch writes the sources' absolute paths, and an include path absolute and shell-quoted
+    return where in made_with and f"-I{shlex.quote(os.path.abspath(folder))}" not in made_with
