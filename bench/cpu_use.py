@@ -45,8 +45,7 @@ class CpuUse:
 
     def __init__(self, root: int | None = None, interval_s: float = 0.5):
         self.root, self.interval_s = root or os.getpid(), interval_s
-        self._seen: dict[tuple[int, int], tuple[str, int]] = {}  # (pid, start ticks) -> (kind, cpu ticks)
-        self._names: dict[tuple[int, int], str] = {}  # (pid, start ticks) -> its comm, as last read
+        self._seen: dict[tuple[int, int], tuple[str, int]] = {}  # (pid, start ticks) -> (comm, cpu ticks), last read
         self._before: dict[tuple[int, int], int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cpu-use", daemon=True)
@@ -81,14 +80,13 @@ class CpuUse:
             todo.extend(children.get(pid, []))
         for pid in below:
             _, comm, start, ticks = stats[pid]
-            self._seen[(pid, start)] = (kind(comm), ticks)
-            self._names[(pid, start)] = comm
+            self._seen[(pid, start)] = (comm, ticks)
 
     def seconds(self) -> dict[str, float]:
         """CPU seconds by kind (compilers, python, other) of the processes seen, and their total."""
         totals = {"compilers": 0.0, "python": 0.0, "other": 0.0}
-        for key, (what, ticks) in self._seen.items():
-            totals[what] += (ticks - self._before.get(key, 0)) * TICK_S
+        for key, (comm, ticks) in self._seen.items():
+            totals[kind(comm)] += (ticks - self._before.get(key, 0)) * TICK_S
         totals = {what: round(value, 1) for what, value in totals.items()}
         return {**totals, "total": round(sum(totals.values()), 1)}
 
@@ -96,7 +94,7 @@ class CpuUse:
         """How many processes of each compiler were seen that started in the block: cicc runs once per CUDA source
         (a load_inline build with CUDA sources: one), cc1plus once per C++ file and once per nvcc host pass."""
         runs: dict[str, int] = {}
-        for key, comm in self._names.items():
+        for key, (comm, _) in self._seen.items():
             if kind(comm) == "compilers" and key not in self._before:
                 runs[comm] = runs.get(comm, 0) + 1
         return dict(sorted(runs.items()))
