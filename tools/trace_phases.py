@@ -8,9 +8,8 @@ intervals between its consecutive marks from "judge: request read" on, named by 
 "CASE", so that the steps of every case add up). Each judge counts as a check (it made expected outputs), an import
 failure (its candidate never ran a case), cut short (stopped during its candidate's import) or a measure
 (batch/survey.py: no candidate; a check stopped before its candidate, its problem broken or too large, reads the
-same). GiB x s weighs each interval by
-the need the judge reported ("a check needs about N GiB"): what the lease held for it meanwhile, so the steps that
-hold the most of the device for longest come first.
+same). GiB x s weighs each interval by the need the judge reported ("a check needs about N GiB"): what the lease held
+for it meanwhile, so the steps that hold the most of the device for longest come first.
 
 Marks are taken when the judge's Python gets there, not when the device has finished: a step that queues GPU work
 shows little time, and the next step that waits for it (a copy to the host, a comparison) shows it all.
@@ -80,6 +79,8 @@ def main() -> None:
     parser.add_argument("trace", type=Path)
     parser.add_argument("--top", type=int, default=20)
     args = parser.parse_args()
+    if not args.trace.is_file():
+        parser.error(f"no trace at {args.trace} (KERNEL_MCP_TRACE=FILE writes one)")
     seconds, weighted, count, judges = summarize(read(args.trace))
     total = sum(weighted.values()) or 1.0
     print(f"{len(judges)} judges: " + ", ".join(f"{n} {k}" for k, n in Counter(j[1] for j in judges).items()))
