@@ -18,13 +18,15 @@
 #   bash tools/gpu_owed.sh reward     # bench/reward_bench.py: 64 concurrent rollouts through the reward API, timed
 #   bash tools/gpu_owed.sh rebuild    # bench/rebuild_bench.py: a CUDA load_inline candidate checked twice, the second
 #                                     # loading the first's kept build; beside it the same without namespaces (rebuilt)
+#   bash tools/gpu_owed.sh wait       # bench/device_wait_bench.py: CPU a dozen processes burn waiting on one GPU,
+#                                     # spinning and asleep; a timed call's figures in both (worker/host/device_wait.py)
 #   bash tools/gpu_owed.sh batch KB MANIFEST [SIDES]  # bench/batch_bench.py: judged per hour on generations not
 #            # judged before (bench/data/generations_judged.jsonl); SIDES batch (the default), loop, or batch,loop
 #            # (a window each, in one call: BUDGET_S=SECONDS, 480 by default, must then fit twice in a call); a
 #            # side needs several candidates' time (about 90 s each on a GPU) to pass its start-up; TRACE=1: every
 #            # judge's phases to trace.txt (read it with tools/trace_phases.py)
 set -uo pipefail
-steps="smoke attacks timing numerics tune kernelbench rerun memory compare reward rebuild batch"
+steps="smoke attacks timing numerics tune kernelbench rerun memory compare reward rebuild batch wait"
 step=${1:?"usage: gpu_owed.sh STEP [args], STEP one of: $steps (the header of this script says what each runs)"}
 [[ " $steps " == *" $step "* ]] || { echo "unknown step: $step (one of: $steps)" >&2; exit 2; }
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
@@ -73,6 +75,10 @@ batch)
     cp "$bench/$s/arrivals.json" "$OUT/arrivals-$s.json" 2>/dev/null; done
   cp "$bench/cache-batch/memory.json" "$OUT/" 2>/dev/null  # the needs the batch measured (lease.record_need)
   cp "$bench/batch/headers.json" "$OUT/" 2>/dev/null ;;
+wait)  # issue 38: judges and hosts wait for the GPU asleep, and spin only inside a timed call
+  pytest_v 100 -n 0 tests/test_device_wait.py > "$OUT/pytest.txt" 2>&1; tail -3 "$OUT/pytest.txt"
+  timeout 200 python3 bench/device_wait_bench.py --procs 12 --seconds 10 > "$OUT/device_wait.json" \
+    2> "$OUT/log.txt"; cat "$OUT/device_wait.json"; tail -5 "$OUT/log.txt" ;;
 kernelbench)
   kb=${2:?a KernelBench root (carried: name it in carry)}; bench=/tmp/kmcp-kb-bench
   timeout 560 python3 bench/kernelbench_bench.py "$bench" --root "$kb" --levels 2 1 --jobs 8 --budget-s 480 \

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import threading
 
+from kernel_mcp.worker.host import device_wait
+
 
 def _profiler(device: str) -> None:
     import torch
@@ -20,13 +22,14 @@ def _profiler(device: str) -> None:
 
 
 def gpu(device: str, profiler: bool) -> None:
-    """A CUDA/HIP context on ``device`` (and CUPTI when timing will follow)."""
+    """A CUDA/HIP context on ``device``, waiting asleep (and CUPTI when timing will follow)."""
     import torch
     if not device.startswith("cuda") or not torch.cuda.is_available():
         return
     torch.cuda.set_device(torch.device(device))
     torch.zeros(1, device=device)
     torch.cuda.synchronize()
+    device_wait.asleep(device)  # a check's waits on a shared GPU leave the builds their cores (device_wait.py)
     if profiler:
         _profiler(device)
 

@@ -1,0 +1,82 @@
+"""How a process waits for its GPU: asleep while it checks, spinning while it times.
+
+CUDA's default (``CU_CTX_SCHED_AUTO``) spins a core for every wait on the device whenever a process holds fewer
+contexts than the machine has cores, which is always here. A batch runs a dozen judges and a dozen candidate
+hosts on one GPU; most of their time is spent waiting on it while the others' work runs (the GPU time-slices
+contexts), and a spinning wait burns a core the builds beside them need (nvcc: about a minute of CPU per
+``load_inline`` candidate). So a judge or host waits asleep (``CU_CTX_SCHED_BLOCKING_SYNC``) everywhere except
+around a timed call, where the field's timings were taken spinning (torch's default) and a wake-up's latency (tens
+of microseconds) must not reach a figure that reads a host clock (wall and tail times).
+
+Both are the driver's ``cuCtxSetFlags`` (CUDA 12.1 and later) on the context current to the calling thread. The
+mode only chooses how the CPU waits, never what the device computes: a check's verdict is the same either way.
+Best effort: where the call is missing (an older driver, ROCm: not tried on AMD hardware) the process keeps
+CUDA's default. A candidate may set its own process's mode; it only changes how its own process waits.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+
+SCHED_SPIN, SCHED_BLOCKING_SYNC = 0x1, 0x4  # CUctx_flags (cuda.h)
+SCHED_MASK = 0x7
+
+
+@cache
+def _driver() -> ctypes.CDLL | None:
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    if not all(hasattr(lib, name) for name in ("cuCtxSetFlags", "cuCtxGetFlags", "cuCtxGetCurrent")):
+        return None
+    return lib
+
+
+def _current_context(lib: ctypes.CDLL) -> bool:
+    context = ctypes.c_void_p()
+    return lib.cuCtxGetCurrent(ctypes.byref(context)) == 0 and bool(context.value)
+
+
+def scheduling() -> int | None:
+    """The current context's scheduling flags (``SCHED_*``), None where there is no CUDA context to ask."""
+    lib = _driver()
+    if lib is None or not _current_context(lib):
+        return None
+    flags = ctypes.c_uint()
+    return flags.value & SCHED_MASK if lib.cuCtxGetFlags(ctypes.byref(flags)) == 0 else None
+
+
+def _set(mode: int) -> bool:
+    """``mode`` for the context current to this thread, its other flags kept; False where it could not be set."""
+    lib = _driver()
+    if lib is None or not _current_context(lib):
+        return False
+    flags = ctypes.c_uint()
+    if lib.cuCtxGetFlags(ctypes.byref(flags)) != 0:
+        return False
+    return lib.cuCtxSetFlags(ctypes.c_uint((flags.value & ~SCHED_MASK) | mode)) == 0
+
+
+def asleep(device: str) -> bool:
+    """From now on this process waits for ``device`` asleep. Call once its context exists (after the warm-up).
+    ``KERNEL_MCP_DEVICE_WAIT=spin`` keeps CUDA's default instead (to measure what waiting asleep saves)."""
+    if os.environ.get("KERNEL_MCP_DEVICE_WAIT") == "spin":
+        return False
+    return device.startswith("cuda") and _set(SCHED_BLOCKING_SYNC)
+
+
+@contextmanager
+def spinning(device: str) -> Iterator[None]:
+    """Timed work waits spinning, as CUDA's default would; asleep again after (where it was set asleep before)."""
+    if not device.startswith("cuda") or scheduling() != SCHED_BLOCKING_SYNC:
+        yield
+        return
+    _set(SCHED_SPIN)
+    try:
+        yield
+    finally:
+        _set(SCHED_BLOCKING_SYNC)
