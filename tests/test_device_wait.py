@@ -70,7 +70,7 @@ def test_no_context_and_no_gpu_change_nothing(driver):
 WARM_AND_TIME = """
 import torch
 from kernel_mcp.worker.host import device_wait, timing, warm
-warm.gpu("cuda", False)
+warm.gpu("cuda:0", False)
 seen = []
 def fn(x):
     seen.append(device_wait.scheduling())
