@@ -207,13 +207,13 @@ def test_a_first_run_that_outgrows_its_first_share_runs_again_with_its_need(tmp_
     later check is admitted with its need at once."""
     import torch
 
-    from kernel_mcp.worker import lease
+    from kernel_mcp.worker import needs
     total = torch.cuda.get_device_properties(0).total_memory
-    monkeypatch.setattr(lease, "FIRST_SHARE", (lease.CONTEXTS_BYTES + held_to_gib * (1 << 30)) / total)
+    monkeypatch.setattr(needs, "FIRST_SHARE", (needs.CONTEXTS_BYTES + held_to_gib * (1 << 30)) / total)
     problem, own, _ = _elementwise_problem(tmp_path, "torch.softmax(x, dim=1)", 1 << 28)
     said: list[str] = []
     result = check(problem, own, device="cuda", fresh_seeds=1, on_progress=lambda message, *_: said.append(message))
-    assert result.passed and lease.OUTGREW not in [f.code for f in result.findings], result
+    assert result.passed and needs.OUTGREW not in [f.code for f in result.findings], result
     assert any("admitting it again" in message for message in said), said
     said.clear()
     assert check(problem, own, device="cuda", fresh_seeds=1, on_progress=lambda m, *_: said.append(m)).passed
@@ -227,18 +227,18 @@ def test_a_problem_measured_before_its_checks_admits_them_with_its_need(tmp_path
     import torch
 
     from kernel_mcp.problem import load_problem
-    from kernel_mcp.worker import LocalRunner, lease
+    from kernel_mcp.worker import LocalRunner, needs
     from kernel_mcp.worker.protocol import JudgeRequest
     total = torch.cuda.get_device_properties(0).total_memory
-    monkeypatch.setattr(lease, "FIRST_SHARE", (lease.CONTEXTS_BYTES + 3 * (1 << 30)) / total)
+    monkeypatch.setattr(needs, "FIRST_SHARE", (needs.CONTEXTS_BYTES + 3 * (1 << 30)) / total)
     problem, own, _ = _elementwise_problem(tmp_path, "torch.softmax(x, dim=1)", 1 << 28)
     loaded = load_problem(problem)
     runner = LocalRunner()
     result = runner.judge(JudgeRequest(mode="measure", problem=str(loaded.path), candidate=str(own)), "cuda")
     assert result.verdict == "measured" and result.cases == [], result
     device = runner._devices["cuda"]
-    need = lease.measured_need(device, lease.problem_key(loaded))
-    assert need == pytest.approx(lease.need_from_measure(result.memory.check_need_bytes), rel=0.01), (need, result)
+    need = needs.measured_need(device, needs.problem_key(loaded))
+    assert need == pytest.approx(needs.need_from_measure(result.memory.check_need_bytes), rel=0.01), (need, result)
     said: list[str] = []
     assert check(problem, own, device="cuda", fresh_seeds=1, runner=runner,
                  on_progress=lambda message, *_: said.append(message)).passed

@@ -121,7 +121,7 @@ def test_a_host_slow_to_run_after_its_fork_still_goes_on():
 SERVED = """
 from pathlib import Path
 import torch
-from kernel_mcp.worker import lease
+from kernel_mcp.worker import needs
 from kernel_mcp.worker.judge.hosts import Hosts
 from kernel_mcp.worker.judge.main import _harness_failure
 from kernel_mcp.worker.protocol import JudgeRequest
@@ -145,7 +145,7 @@ print(json.dumps([[f.code for f in result.findings] + [result.verdict] for resul
 
 def test_the_judge_out_of_memory_is_run_again_alone_only_before_a_candidate_is_sent_an_input():
     """The judge's own OutOfMemoryError, before any host was sent an input (the candidate imported, nothing
-    served): `short_of_memory`, which the runner runs again alone (lease.ran_short); once a host has been sent
+    served): `short_of_memory`, which the runner runs again alone (needs.ran_short); once a host has been sent
     one, the candidate could have filled the device on purpose, and the error stands (`out_of_memory`). A real
     host, loaded with vector_add's baseline and called once."""
     vector_add = PROBLEMS / "vector_add"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import PROBLEMS, REPO, repo_pythonpath
 
-from kernel_mcp.worker import lease
+from kernel_mcp.worker import lease, needs
 from kernel_mcp.worker.protocol import Device
 
 GIB = 1 << 30
@@ -194,6 +194,41 @@ def test_a_check_waiting_longer_than_the_backfill_keeps_the_turnstile(cache, mon
     assert order == ["big", "second", "small"]
 
 
+def test_a_run_that_reserves_no_memory_never_waits_behind_a_check_short_of_memory(cache, monkeypatch):
+    """A judge's boot and a build ahead hold the device shared with no memory reserved: they cannot delay a waiting
+    check's admission, so they pass it even once it keeps the memory turnstile (on an H100 a 36 GiB check waiting
+    stopped every judge's boot and every build for minutes, thirty-fourth session). A check that reserves memory
+    still waits for it."""
+    monkeypatch.setattr(lease, "BACKFILL_S", 0.3)
+    release, waiting, boot_in, small_in = (threading.Event() for _ in range(4))
+
+    def big():
+        with lease.hold(FAKE_GPU, False, 6 * GIB):
+            waiting.wait(30)
+            assert release.wait(30)
+
+    def run(need: int, done: threading.Event, on_wait=None):
+        with lease.hold(FAKE_GPU, False, need, on_wait=on_wait):
+            done.set()
+    threads = [threading.Thread(target=big)]
+    threads[0].start()
+    wait_for_holders(1)
+    threads.append(threading.Thread(target=run, args=(6 * GIB, threading.Event(), lambda m: waiting.set())))
+    threads[1].start()
+    assert waiting.wait(30)
+    time.sleep(2.0)  # well past the backfill: the second keeps the memory turnstile
+    threads += [threading.Thread(target=run, args=(0, boot_in)), threading.Thread(target=run, args=(GIB, small_in))]
+    threads[2].start()
+    threads[3].start()
+    assert boot_in.wait(10), "a run reserving no memory waited behind a check short of memory"
+    time.sleep(1.0)
+    assert not small_in.is_set(), "a check overtook one waiting past the backfill"
+    release.set()
+    for thread in threads:
+        thread.join(30)
+    assert small_in.is_set()
+
+
 def test_a_run_alone_is_admitted_whatever_it_needs(cache, tmp_path):
     log = tmp_path / "log"
     run_all(holder("huge", log, exclusive=False, hold_s=0.1, need=50 * GIB))
@@ -204,7 +239,7 @@ def test_a_reservation_resized_to_the_measured_need_lets_the_next_run_in(cache, 
     """A run reserving the whole device (nothing measured yet); once its judge has measured the reference
     it resizes the reservation to what the check needs, and the next run is admitted beside it."""
     log, release = tmp_path / "log", tmp_path / "release"
-    first = holder("first", log, exclusive=False, hold_s=0.1, need=lease.memory_need(FAKE_GPU, "never seen"),
+    first = holder("first", log, exclusive=False, hold_s=0.1, need=needs.memory_need(FAKE_GPU, "never seen"),
                    resize=GIB, until=release, resize_after=marker(log, "second", "waiting"))
     wait_for_holders(1)  # the first run holds its reservation
     second = holder("second", log, exclusive=False, hold_s=0.1, need=6 * GIB)
@@ -236,15 +271,15 @@ def test_a_reservation_knows_whether_it_shared_the_device(cache, tmp_path):
 def test_measured_needs_are_shared_by_devices_of_one_model(cache):
     """A pool's GPUs of one model measure a problem once: the need is kept per model and memory size, not per
     GPU; another model, or another memory size, measures its own. A need recorded before any check (a batch's
-    survey: lease.record_need) is what the next check reserves."""
+    survey: needs.record_need) is what the next check reserves."""
     twin = FAKE_GPU.model_copy(update={"uuid": "GPU-other", "index": 1})
-    lease.record_need(FAKE_GPU, "problem", 3 * GIB)
-    assert lease.measured_need(twin, "problem") == pytest.approx(3 * GIB, rel=1e-6)
+    needs.record_need(FAKE_GPU, "problem", 3 * GIB)
+    assert needs.measured_need(twin, "problem") == pytest.approx(3 * GIB, rel=1e-6)
     for other in (FAKE_GPU.model_copy(update={"name": "other GPU"}),
                   FAKE_GPU.model_copy(update={"total_memory_bytes": 20 * GIB})):
-        assert lease.measured_need(other, "problem") is None
-    lease.record_peak(twin, "problem", GIB)  # a lower reading later does not shrink it
-    assert lease.measured_need(FAKE_GPU, "problem") == pytest.approx(3 * GIB, rel=1e-6)
+        assert needs.measured_need(other, "problem") is None
+    needs.record_peak(twin, "problem", GIB)  # a lower reading later does not shrink it
+    assert needs.measured_need(FAKE_GPU, "problem") == pytest.approx(3 * GIB, rel=1e-6)
 
 
 def test_a_killed_holder_frees_the_device(cache, tmp_path):
@@ -261,22 +296,22 @@ def test_a_killed_holder_frees_the_device(cache, tmp_path):
 
 
 def test_memory_need_comes_from_measured_peaks(cache):
-    assert lease.measured_need(FAKE_GPU, "problem") is None  # never measured: a judge gets a first share
-    assert lease.first_need(FAKE_GPU) == int(lease.FIRST_SHARE * FAKE_GPU.total_memory_bytes)
-    assert lease.memory_need(FAKE_GPU, "problem") == FAKE_GPU.total_memory_bytes  # nothing measures it: alone
-    lease.record_peak(FAKE_GPU, "problem", 2 * GIB)
-    assert lease.measured_need(FAKE_GPU, "problem") == int(2 * GIB * lease.NEED_MARGIN)
-    assert lease.memory_need(FAKE_GPU, "problem") == int(2 * GIB * lease.NEED_MARGIN)
-    lease.record_peak(FAKE_GPU, "problem", GIB)  # a lower reading (another run freed memory) does not shrink it
-    assert lease.memory_need(FAKE_GPU, "problem") == int(2 * GIB * lease.NEED_MARGIN)
-    assert lease.memory_need(Device(kind="cpu"), "problem") == 0
-    assert lease.need_from_measure(GIB) == int(GIB * lease.NEED_MARGIN) + lease.CONTEXTS_BYTES
+    assert needs.measured_need(FAKE_GPU, "problem") is None  # never measured: a judge gets a first share
+    assert needs.first_need(FAKE_GPU) == int(needs.FIRST_SHARE * FAKE_GPU.total_memory_bytes)
+    assert needs.memory_need(FAKE_GPU, "problem") == FAKE_GPU.total_memory_bytes  # nothing measures it: alone
+    needs.record_peak(FAKE_GPU, "problem", 2 * GIB)
+    assert needs.measured_need(FAKE_GPU, "problem") == int(2 * GIB * needs.NEED_MARGIN)
+    assert needs.memory_need(FAKE_GPU, "problem") == int(2 * GIB * needs.NEED_MARGIN)
+    needs.record_peak(FAKE_GPU, "problem", GIB)  # a lower reading (another run freed memory) does not shrink it
+    assert needs.memory_need(FAKE_GPU, "problem") == int(2 * GIB * needs.NEED_MARGIN)
+    assert needs.memory_need(Device(kind="cpu"), "problem") == 0
+    assert needs.need_from_measure(GIB) == int(GIB * needs.NEED_MARGIN) + needs.CONTEXTS_BYTES
 
 
 def test_first_runs_go_side_by_side_until_their_shares_fill_the_device(cache, tmp_path):
     """Never-measured problems' checks are admitted with a first share each: three side by side on one
     device, a fourth waits for one of them."""
-    log, first, release = tmp_path / "log", lease.first_need(FAKE_GPU), tmp_path / "release"
+    log, first, release = tmp_path / "log", needs.first_need(FAKE_GPU), tmp_path / "release"
     early = [holder(f"first {i}", log, exclusive=False, hold_s=0.5, need=first, until=release) for i in range(3)]
     wait_for_holders(3)
     fourth = holder("fourth", log, exclusive=False, hold_s=0.1, need=first)
@@ -326,7 +361,7 @@ def test_only_a_check_short_of_memory_before_any_candidate_is_run_again_alone():
         cases = [CaseResult(name="test 0", params={}, passed=not failure, failure=failure, message=message)]
         return CheckResult(passed=False, verdict="", problem="p", candidate="c", cases=cases, findings=list(findings))
 
-    assert lease.ran_short(result([Finding(code=lease.SHORT, message="no room for the reference's run")]))
-    assert not lease.ran_short(result(failure="exception", message="custom_kernel raised: OutOfMemoryError"))
-    assert not lease.ran_short(result([Finding(code="out_of_memory", message="the judge ran out of memory")]))
-    assert not lease.ran_short(result([Finding(code=lease.OUTGREW, message="needs about 5 GiB")]))
+    assert needs.ran_short(result([Finding(code=needs.SHORT, message="no room for the reference's run")]))
+    assert not needs.ran_short(result(failure="exception", message="custom_kernel raised: OutOfMemoryError"))
+    assert not needs.ran_short(result([Finding(code="out_of_memory", message="the judge ran out of memory")]))
+    assert not needs.ran_short(result([Finding(code=needs.OUTGREW, message="needs about 5 GiB")]))

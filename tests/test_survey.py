@@ -12,7 +12,7 @@ from conftest import PROBLEMS
 
 from kernel_mcp.batch.survey import Survey, default_width
 from kernel_mcp.results import CheckResult
-from kernel_mcp.worker import LocalRunner, lease
+from kernel_mcp.worker import LocalRunner, lease, needs
 from kernel_mcp.worker.protocol import Device, JudgeRequest
 from kernel_mcp.worker.runners import local
 
@@ -29,7 +29,7 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 
 class MeasureRecorder:
-    """A runner whose measures record a need as the real one does (lease.record_need); ``hold``: problems whose
+    """A runner whose measures record a need as the real one does (needs.record_need); ``hold``: problems whose
     measure waits for ``go``."""
     local_builds = True
     parallel = 1
@@ -43,7 +43,7 @@ class MeasureRecorder:
             self.started.append(problem.name)
         if problem.name in self.hold:
             assert self.go.wait(30)
-        lease.record_need(FAKE_GPU, lease.problem_key(problem), GIB)
+        needs.record_need(FAKE_GPU, needs.problem_key(problem), GIB)
         return CheckResult(passed=False, verdict="measured", problem=problem.name, candidate=request.candidate)
 
 
@@ -59,7 +59,7 @@ def _until(condition, timeout_s: float = 30) -> None:
 
 
 def test_each_problem_is_measured_once_in_order_and_known_ones_are_skipped(cache):
-    lease.record_need(FAKE_GPU, lease.problem_key(_load("softmax")), GIB)  # measured before
+    needs.record_need(FAKE_GPU, needs.problem_key(_load("softmax")), GIB)  # measured before
     runner = MeasureRecorder()
     survey = Survey(_problems() + _problems(("vector_add",)), runner, "cuda", FAKE_GPU, width=1)
     _until(lambda: len(runner.started) == 3)
@@ -88,7 +88,7 @@ def test_a_check_waits_for_its_problems_measure_under_way_and_takes_over_one_not
         runner.go.set()
         claimer.join(30)
         assert waited and waited[0] > 0.3
-        assert lease.measured_need(FAKE_GPU, lease.problem_key(_load("vector_add"))) is not None
+        assert needs.measured_need(FAKE_GPU, needs.problem_key(_load("vector_add"))) is not None
     finally:
         runner.go.set()
         survey.close()
@@ -144,13 +144,13 @@ def test_checks_of_one_new_problem_in_one_runner_wait_for_the_first_to_measure_i
     waiter.start()
     time.sleep(0.3)
     assert waiter.is_alive() and said, "the second check did not wait for the first to measure"
-    lease.record_need(FAKE_GPU, "new problem", 2 * GIB)  # what the runner does when the judge reports the need
+    needs.record_need(FAKE_GPU, "new problem", 2 * GIB)  # what the runner does when the judge reports the need
     first.set()
     waiter.join(10)
     assert len(got) == 1 and got[0][1] is None and got[0][0] == pytest.approx(2 * GIB, rel=1e-6), got
     # a first run that ends without a measure (a broken reference) hands the first run to the next
     _, again = runner._first_run_or_wait(FAKE_GPU, "broken", lambda *_: None)
-    runner._first_runs.pop(lease.need_key(FAKE_GPU, "broken"))
+    runner._first_runs.pop(needs.need_key(FAKE_GPU, "broken"))
     again.set()
     assert runner._first_run_or_wait(FAKE_GPU, "broken", lambda *_: None)[1] is not None
 
@@ -166,7 +166,7 @@ class FakeJudge:
     def run(self, request, timeout, say):
         from kernel_mcp.worker.protocol import Final
         self.on_memory_need(self.need)
-        self.seen_during = lease.measured_need(FAKE_GPU, "p")
+        self.seen_during = needs.measured_need(FAKE_GPU, "p")
         result = CheckResult(passed=True, verdict="pass", problem="p", candidate=request.candidate)
         return Final(result=result.model_dump(), peak_memory_bytes=self.device_wide_peak, own_peak_bytes=self.own_peak)
 
@@ -180,9 +180,9 @@ def test_a_need_is_recorded_when_measured_and_a_crowded_runs_peak_from_its_own_j
     alone = FakeJudge(need=GIB, device_wide_peak=3 * GIB, own_peak=2 * GIB)
     runner._admitted(alone, request, CheckResult, FAKE_GPU, "p", False, GIB, 60, lambda *_: None,
                      lambda: told.append(True))
-    expected = lease.need_from_measure(GIB)
+    expected = needs.need_from_measure(GIB)
     assert alone.seen_during == pytest.approx(expected, rel=1e-6) and told == [True]
-    assert lease.measured_need(FAKE_GPU, "p") == pytest.approx(3 * GIB * lease.NEED_MARGIN, rel=1e-6)
+    assert needs.measured_need(FAKE_GPU, "p") == pytest.approx(3 * GIB * needs.NEED_MARGIN, rel=1e-6)
     neighbour_in, release = threading.Event(), threading.Event()
 
     def neighbour():
@@ -198,4 +198,4 @@ def test_a_need_is_recorded_when_measured_and_a_crowded_runs_peak_from_its_own_j
     finally:
         release.set()
         beside.join(30)
-    assert lease.measured_need(FAKE_GPU, "p") == pytest.approx(4 * GIB * lease.NEED_MARGIN, rel=1e-6)
+    assert needs.measured_need(FAKE_GPU, "p") == pytest.approx(4 * GIB * needs.NEED_MARGIN, rel=1e-6)

@@ -2,12 +2,12 @@
 need (issue 38).
 
 A check of a problem this machine never measured is admitted with a first share of the device, a quarter of it
-(worker/lease.py, FIRST_SHARE), until its judge has measured the reference: then at most three such checks run on a
+(worker/needs.py, FIRST_SHARE), until its judge has measured the reference: then at most three such checks run on a
 GPU at once, however many slots are free. A batch of new problems is mostly such checks (on an H100, 13 of 24 and 17
 of 25 checks waited for the device's memory, until a median of 61 s and 71 s into their check; thirty-first
 session), while its load_inline candidates spend a minute building ahead (batch/prebuild.py). Here a judge runs each
 problem's reference alone meanwhile (``mode="measure"``: the first step of a check, and no candidate), and the runner
-records the need it models (lease.record_need); a check that comes after is admitted with that need.
+records the need it models (needs.record_need); a check that comes after is admitted with that need.
 
 Only what the admission reads is made here: no input or answer a candidate sees (a check draws its own secret inputs
 or its lane's, batch/sharing.py). A measure that fails costs nothing but time: the problem's checks are then first
@@ -87,4 +87,4 @@ class Survey:
         if measured_need(self._resolved, problem_key(loaded)) is not None:
             return  # another run measured it meanwhile
         request = JudgeRequest(mode="measure", problem=str(loaded.path), candidate=str(candidate.resolve()))
-        self._runner.judge(request, self._device, None, loaded)  # the runner records the need (lease.record_need)
+        self._runner.judge(request, self._device, None, loaded)  # the runner records the need (needs.record_need)

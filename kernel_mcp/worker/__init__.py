@@ -31,11 +31,11 @@ Each folder is a process, trust decreasing inward:
 
 Shared by more than one of them (this folder's root): ``protocol.py`` (every message that crosses a
 process boundary, validated where it arrives), ``channel.py`` (signed lines, the restricted unpickler),
-``lease.py`` and ``nvml.py`` (the per-device lease: timing alone, checks side by side while their memory
-fits), ``resolve.py`` (which device a request means), ``tensors.py`` and ``kernelbench.py`` (the judge's
-and the host's view of inputs and of KernelBench's Model/ModelNew), ``overall.py`` (a profile's standing
-from its shapes and findings), ``digests.py`` (which harness files a process runs), ``trace.py``
-(phase timestamps).
+``lease.py``, ``needs.py`` and ``nvml.py`` (the per-device lease: timing alone, checks side by side while
+their memory fits; what a problem's run needs), ``resolve.py`` (which device a request means), ``tensors.py``
+and ``kernelbench.py`` (the judge's and the host's view of inputs and of KernelBench's Model/ModelNew),
+``overall.py`` (a profile's standing from its shapes and findings), ``digests.py`` (which harness files a
+process runs), ``trace.py`` (phase timestamps).
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ _DOOR = {
     "build_headers": "launch.headers", "header_flag_sets": "isolation.header_cache",
     "KEPT_BUILDS": "isolation.kernel_cache",
     # the device's memory admission: what a batch's survey reads (batch/survey.py)
-    "FIRST_SHARE": "lease", "MEMORY_BUDGET": "lease", "measured_need": "lease", "problem_key": "lease",
+    "FIRST_SHARE": "needs", "MEMORY_BUDGET": "lease", "measured_need": "needs", "problem_key": "needs",
     # devices, and the hygiene of trusted processes
     "guess_kind": "resolve", "default_shapes": "resolve", "resolve_device": "resolve",
     "harden_trusted_process": "isolation.sandbox", "sealed_for_candidates": "isolation.sandbox",

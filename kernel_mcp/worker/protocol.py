@@ -110,7 +110,7 @@ class JudgeRequest(_Message):
     call_timeout_s: float | None = Field(None, gt=0, le=86400)  # one call of the candidate; None: the task's own
     settings: ProfileSettings = Field(default_factory=ProfileSettings)
     # a check of a problem never measured, admitted beside others with a first share of the device: the
-    # judge may allocate no more than this until it has measured the reference (lease.first_need)
+    # judge may allocate no more than this until it has measured the reference (needs.first_need)
     memory_cap_bytes: int | None = Field(None, gt=0)
     shared: SharedReference | None = None  # check only: a batch's inputs and float64 truths, shared
 

@@ -8,7 +8,7 @@ import torch
 
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, Finding, MemoryUse
-from kernel_mcp.worker import lease, trace
+from kernel_mcp.worker import needs, trace
 from kernel_mcp.worker.isolation import check_namespaces, kernel_cache, mounts, sandbox
 from kernel_mcp.worker.judge import contract, determinism, footprint, numerics, repeat, reruns
 from kernel_mcp.worker.judge.case import CaseRunner, plan_cases, random_shapes, undeclared_shape
@@ -42,7 +42,7 @@ def measure_reference(judging: Judging) -> CheckResult:
     result, runtime = prepare(judging)
     if runtime is not None or (result.memory is not None and result.memory.check_need_bytes):
         result.verdict = MEASURED
-        result.findings = [f for f in result.findings if f.code != lease.OUTGREW]
+        result.findings = [f for f in result.findings if f.code != needs.OUTGREW]
     return result
 
 
@@ -60,16 +60,16 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
     if contract:
         result.findings.append(Finding(code="precision", severity="info", message=contract))
     reserved = request.memory_cap_bytes
-    capped = footprint.hold_to(max(lease.MIN_NEED, reserved - lease.CONTEXTS_BYTES) if reserved else None, device)
+    capped = footprint.hold_to(max(needs.MIN_NEED, reserved - needs.CONTEXTS_BYTES) if reserved else None, device)
     trace.mark(f"judge: preparing {problem.name}")
     try:
         runtime = ReferenceRuntime(problem, device)
         trace.mark("judge: reference built")
-        needs = footprint.measure(runtime, problem.tests[0])
+        measured = footprint.measure(runtime, problem.tests[0])
         trace.mark("judge: reference measured")
     except Exception as exc:  # noqa: BLE001  (out of memory, or a broken reference: the problem's fault)
         return _reference_failed(result, problem, exc, reserved if capped else None), None
-    refused = _fit(judging, runtime, needs, result)  # before more runs of a reference the machine may not hold
+    refused = _fit(judging, runtime, measured, result)  # before more runs of a reference the machine may not hold
     if refused:
         result.verdict = "error: too large"
         result.findings.append(Finding(code="too_large", message=refused))
@@ -83,7 +83,7 @@ def prepare(judging: Judging) -> tuple[CheckResult, ReferenceRuntime | None]:
         result.findings.append(signs)
     if capped:
         need = result.memory.check_need_bytes if result.memory else None
-        if need and lease.need_from_measure(need) > reserved:
+        if need and needs.need_from_measure(need) > reserved:
             return _outgrew(result, reserved, need, None), None
         footprint.hold_to(None, device)  # the caller's reservation now covers the measured need
     return result, runtime
@@ -102,9 +102,9 @@ def _reference_failed(result: CheckResult, problem: Problem, exc: Exception, cap
 
 def _short(result: CheckResult, exc: Exception) -> CheckResult:
     """No room on the device for the reference's run, admitted with its measured need: neighbours hold more than
-    they reserved. No candidate ran; the caller runs it again alone (lease.ran_short)."""
+    they reserved. No candidate ran; the caller runs it again alone (needs.ran_short)."""
     result.verdict = "error: out of memory"
-    result.findings.append(Finding(code=lease.SHORT, message=(
+    result.findings.append(Finding(code=needs.SHORT, message=(
         f"the judge ran out of device memory running the reference, before any candidate code ran "
         f"({str(exc).splitlines()[0][:300]}): other runs on the device hold more than they reserved, or, run alone, "
         "the reference's own run does not fit the device")))
@@ -117,33 +117,33 @@ def _outgrew(result: CheckResult, reserved: int, need: int | None, exc: Exceptio
     result.verdict = "error: out of memory"
     what = (f"needs about {need / footprint.GiB:.1f} GiB" if need else
             f"ran out of memory ({str(exc).splitlines()[0][:200]})")
-    result.findings.append(Finding(code=lease.OUTGREW, message=(
+    result.findings.append(Finding(code=needs.OUTGREW, message=(
         f"the check {what} beyond the {reserved / footprint.GiB:.1f} GiB first reserved for a problem never "
         "measured on this device: it is to run again with its measured need")))
     return result
 
 
-def _fit(judging: Judging, runtime: ReferenceRuntime, needs: footprint.Footprint, result: CheckResult) -> str:
+def _fit(judging: Judging, runtime: ReferenceRuntime, measured: footprint.Footprint, result: CheckResult) -> str:
     """Size the run from the reference's measured footprint: where float64 references wait, how long a
     call may take, what the caller reserves of the device and waits for. Returns why the problem cannot
     be checked on this device ('' when it can)."""
     problem = runtime.problem
     total = footprint.device_total(runtime.device)
-    runtime.tight_memory = needs.tight(total)
-    need = needs.need(parked=runtime.tight_memory) if needs.reference_peak else None
-    result.memory = MemoryUse(reference_peak_bytes=needs.reference_peak or None, check_need_bytes=need,
+    runtime.tight_memory = measured.tight(total)
+    need = measured.need(parked=runtime.tight_memory) if measured.reference_peak else None
+    result.memory = MemoryUse(reference_peak_bytes=measured.reference_peak or None, check_need_bytes=need,
                               float64_in_host_memory=runtime.tight_memory)
     declared = judging.request.call_timeout_s or problem.spec.timeouts.call
     # a timeout the caller gave holds as given; the task's is lengthened for a slow reference (judge/footprint.py)
-    runtime.call_timeout = judging.request.call_timeout_s or needs.call_timeout(declared)
+    runtime.call_timeout = judging.request.call_timeout_s or measured.call_timeout(declared)
     cases = len(problem.tests) * (1 + (judging.request.fresh_seeds or problem.spec.fresh_seeds)) + 1
-    seconds = needs.run_seconds(cases, declared)
+    seconds = measured.run_seconds(cases, declared)
     seconds = seconds if seconds > problem.spec.timeouts.total else None  # the declared budget holds otherwise
     if need or seconds:
         memory = f", a check needs about {need / footprint.GiB:.1f} GiB of device memory" if need else ""
-        judging.reporter.needs(f"the reference measured: {needs.reference_seconds:.1f} s{memory}",
+        judging.reporter.needs(f"the reference measured: {measured.reference_seconds:.1f} s{memory}",
                                memory_bytes=need, seconds=seconds)
-    return footprint.refusal(needs, total) if total else footprint.host_refusal(needs)
+    return footprint.refusal(measured, total) if total else footprint.host_refusal(measured)
 
 
 def check_on(session: CandidateSession, runtime: ReferenceRuntime, judging: Judging, result: CheckResult) -> None:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from kernel_mcp.files import cache_root
 from kernel_mcp.results import CheckResult, Finding, ProfileResult
-from kernel_mcp.worker import lease, trace
+from kernel_mcp.worker import lease, needs, trace
 from kernel_mcp.worker.digests import loaded_digests
 from kernel_mcp.worker.isolation import proctree
 from kernel_mcp.worker.judge.check import measure_reference, run_check
@@ -103,7 +103,7 @@ def _harness_failure(request: JudgeRequest, exc: Exception, served: bool) -> Che
     may run the check again alone: the candidate saw no input, so fresh ones buy it nothing. After it, the
     candidate may have caused the shortage (filling the device on an input it gets wrong), and the error stands."""
     if type(exc).__name__ == "OutOfMemoryError" and not served:
-        return failed(request, "error: out of memory", Finding(code=lease.SHORT, message=(
+        return failed(request, "error: out of memory", Finding(code=needs.SHORT, message=(
             f"the judge ran out of device memory before any candidate was sent an input "
             f"({str(exc).splitlines()[0][:400]}): other runs on the device hold more than they reserved, or the "
             "problem needs more than its estimate")))
@@ -130,7 +130,7 @@ def _note_judge_peak(result: CheckResult | ProfileResult, device: Device) -> int
     memory = check.memory
     memory.judge_peak_bytes = int(torch.cuda.max_memory_allocated(device.index))
     held = max(memory.judge_peak_bytes, int(torch.cuda.max_memory_reserved(device.index)))
-    return held + (memory.reference_peak_bytes or 0) + lease.CONTEXTS_BYTES
+    return held + (memory.reference_peak_bytes or 0) + needs.CONTEXTS_BYTES
 
 
 def private_caches() -> str:

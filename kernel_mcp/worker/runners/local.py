@@ -18,7 +18,7 @@ from pathlib import Path
 from kernel_mcp.errors import UsageError
 from kernel_mcp.problem import Problem, load_problem
 from kernel_mcp.results import CheckResult, ProfileResult
-from kernel_mcp.worker import lease
+from kernel_mcp.worker import lease, needs
 from kernel_mcp.worker.launch.judge import JudgeFailure, JudgeProcess
 from kernel_mcp.worker.launch.judge import claim as claim_prestarted
 from kernel_mcp.worker.launch.step import StepProcess
@@ -46,7 +46,7 @@ class LocalRunner(UnsealedTargets):
         self._in_flight = 0
         self._closed = False
         self._devices: dict[str, Device] = {}  # device asked for -> what it resolved to
-        self._first_runs: dict[str, threading.Event] = {}  # lease.need_key -> its first run here, until it measured
+        self._first_runs: dict[str, threading.Event] = {}  # needs.need_key -> its first run here, until it measured
         self._redactor = Redactor()  # the secrets this process holds, kept out of every result
 
     # --- judges: check and profile ------------------------------------------------------------------
@@ -75,16 +75,16 @@ class LocalRunner(UnsealedTargets):
     def _run_judge(self, judge: JudgeProcess, request: JudgeRequest, model: type[CheckResult] | type[ProfileResult],
                    problem: Problem, device: str, timeout: float, say: ProgressFn) -> CheckResult | ProfileResult:
         """Boot, admission to the device, the run. A check shares the device (``_shared``); one whose judge ran out
-        of device memory there before any candidate was sent an input (``lease.ran_short``) runs again alone."""
+        of device memory there before any candidate was sent an input (``needs.ran_short``) runs again alone."""
         ready = judge.wait_ready(BOOT_TIMEOUT_S, say)
         if ready.device is None:
             raise UsageError(ready.error)
         self._devices[device] = ready.device
-        key = lease.problem_key(problem)
+        key = needs.problem_key(problem)
         if request.mode == "profile":
             return self._admitted(judge, request, model, ready.device, key, True, 0, timeout, say)
         result = self._shared(judge, request, model, ready.device, key, device, timeout, say)
-        if not (ready.device.is_gpu and lease.ran_short(result)) or request.mode == "measure":
+        if not (ready.device.is_gpu and needs.ran_short(result)) or request.mode == "measure":
             return result  # (a measure that ran short leaves the problem to its checks)
         say("it ran out of device memory beside other runs: running it again alone on the device", 0, 0)
         judge.close()  # its processes and their memory gone before the device is held alone
@@ -99,20 +99,20 @@ class LocalRunner(UnsealedTargets):
         need, measuring = self._first_run_or_wait(resolved, key, say)
         if measuring is None:
             return self._admitted(judge, request, model, resolved, key, False, need, timeout, say)
-        first = lease.first_need(resolved)
+        first = needs.first_need(resolved)
         try:
             result = self._admitted(judge, request.model_copy(update={"memory_cap_bytes": first}), model,
                                     resolved, key, False, first, timeout, say, measuring.set)
-            outgrew = next((f for f in result.findings if f.code == lease.OUTGREW), None)
+            outgrew = next((f for f in result.findings if f.code == needs.OUTGREW), None)
             if outgrew is None or request.mode == "measure":
                 return result
             say(f"{outgrew.message}: admitting it again", 0, 0)
             measured = result.memory.check_need_bytes if result.memory else None
-            need = lease.need_from_measure(measured) if measured else lease.memory_need(resolved, key)
+            need = needs.need_from_measure(measured) if measured else needs.memory_need(resolved, key)
             return self._again(device, request, model, resolved, key, False, need, timeout, say, measuring.set)
         finally:  # the checks waiting for it go on: with the need recorded, or one of them measures next
             with self._lock:
-                self._first_runs.pop(lease.need_key(resolved, key), None)
+                self._first_runs.pop(needs.need_key(resolved, key), None)
             measuring.set()
 
     def _first_run_or_wait(self, device: Device, key: str, say: ProgressFn) -> tuple[int, threading.Event | None]:
@@ -120,12 +120,12 @@ class LocalRunner(UnsealedTargets):
         client's rollouts of a new problem come together); else (0, the event to set once this first run measured)."""
         while True:
             with self._lock:
-                need = lease.measured_need(device, key)
+                need = needs.measured_need(device, key)
                 if need is not None:
                     return need, None
-                running = self._first_runs.get(lease.need_key(device, key))
+                running = self._first_runs.get(needs.need_key(device, key))
                 if running is None:
-                    running = self._first_runs[lease.need_key(device, key)] = threading.Event()
+                    running = self._first_runs[needs.need_key(device, key)] = threading.Event()
                     return 0, running
             say("waiting for another check of this problem to measure what it needs", 0, 0)
             running.wait()
@@ -147,8 +147,8 @@ class LocalRunner(UnsealedTargets):
         """The run, under the device's lease (exclusive, or shared with ``need`` bytes reserved). Once its judge has
         measured the reference, the reservation takes that need, recorded at once for the next runs (``measured``)."""
         def on_need(measured_bytes: int) -> None:
-            reservation.resize(need_now := lease.need_from_measure(measured_bytes))
-            lease.record_need(device, key, need_now)
+            reservation.resize(need_now := needs.need_from_measure(measured_bytes))
+            needs.record_need(device, key, need_now)
             if measured:
                 measured()
 
@@ -161,7 +161,7 @@ class LocalRunner(UnsealedTargets):
             raise JudgeFailure(f"the judge's result does not fit {model.__name__}: {exc}") from None
         if request.mode != "measure":  # (a measure's need was recorded when its judge sent it; no check ran)
             # a device-wide reading counts the neighbours' allocations too: only a run alone is read so
-            lease.record_peak(device, key, final.own_peak_bytes if reservation.crowded else final.peak_memory_bytes)
+            needs.record_peak(device, key, final.own_peak_bytes if reservation.crowded else final.peak_memory_bytes)
         return result
 
     def _take_judge(self, device: str, mode: str, say: ProgressFn) -> JudgeProcess:
@@ -187,7 +187,7 @@ class LocalRunner(UnsealedTargets):
             process = self._take_step(interpret)
             ahead = request.kind == "prebuild" and device is not None
             on_gpu = device is not None and device.is_gpu and not ahead
-            need = lease.memory_need(device, lease.problem_key(problem)) if on_gpu else 0
+            need = needs.memory_need(device, needs.problem_key(problem)) if on_gpu else 0
             held = lease.hold(device, exclusive=False, need_bytes=need) if on_gpu or ahead else nullcontext()
             try:
                 with held:
