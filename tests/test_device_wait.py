@@ -68,21 +68,27 @@ def test_no_context_and_no_gpu_change_nothing(driver):
 
 
 WARM_AND_TIME = """
+import sys
 import torch
 from kernel_mcp.worker.host import device_wait, timing, warm
-warm.gpu("cuda:0", False)
+warm.gpu("cuda:0", sys.argv[1] == "timing")
+booted = device_wait.scheduling()
 seen = []
 def fn(x):
     seen.append(device_wait.scheduling())
     return x * 2
 timing.timed_call(fn, torch.ones(8, device="cuda"), timing.Clock("cuda"))
-print(device_wait.scheduling(), seen[0])
+print(booted, seen[0], device_wait.scheduling())
 """
 
 
 @pytest.mark.gpu
-def test_on_the_driver_a_warm_host_waits_asleep_and_its_timed_call_spins():
-    done = subprocess.run([sys.executable, "-c", WARM_AND_TIME], capture_output=True, text=True, timeout=120)
+@pytest.mark.parametrize("booted_for, modes", [
+    ("check", (device_wait.SCHED_BLOCKING_SYNC, device_wait.SCHED_SPIN, device_wait.SCHED_BLOCKING_SYNC)),
+    ("timing", (0, 0, 0)),  # CUDA's default (CU_CTX_SCHED_AUTO: spins on a machine of many cores), never switched
+])
+def test_on_the_driver_a_check_waits_asleep_and_timing_keeps_cudas_default(booted_for, modes):
+    done = subprocess.run([sys.executable, "-c", WARM_AND_TIME, booted_for], capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
-    after, inside = map(int, done.stdout.split())
-    assert (after, inside) == (device_wait.SCHED_BLOCKING_SYNC, device_wait.SCHED_SPIN)
+    assert tuple(map(int, done.stdout.split())) == modes, done.stdout

@@ -4,9 +4,10 @@ CUDA's default (``CU_CTX_SCHED_AUTO``) spins a core for every wait on the device
 contexts than the machine has cores, which is always here. A batch runs a dozen judges and a dozen candidate
 hosts on one GPU; most of their time is spent waiting on it while the others' work runs (the GPU time-slices
 contexts), and a spinning wait burns a core the builds beside them need (nvcc: about a minute of CPU per
-``load_inline`` candidate). So a judge or host waits asleep (``CU_CTX_SCHED_BLOCKING_SYNC``) everywhere except
-around a timed call, where the field's timings were taken spinning (torch's default) and a wake-up's latency (tens
-of microseconds) must not reach a figure that reads a host clock (wall and tail times).
+``load_inline`` candidate). So a judge or host booted for a check waits asleep (``CU_CTX_SCHED_BLOCKING_SYNC``;
+host/warm.py). Those booted for timing keep CUDA's default, the wait the field's timings were taken with, and a timed
+call spins wherever it runs, so a wake-up's latency (tens of microseconds) never reaches a figure that reads a host
+clock (wall and tail times).
 
 Both are the driver's ``cuCtxSetFlags`` (CUDA 12.1 and later) on the context current to the calling thread. The
 mode only chooses how the CPU waits, never what the device computes: a check's verdict is the same either way.

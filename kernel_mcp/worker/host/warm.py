@@ -22,16 +22,17 @@ def _profiler(device: str) -> None:
 
 
 def gpu(device: str, profiler: bool) -> None:
-    """A CUDA/HIP context on ``device``, waiting asleep (and CUPTI when timing will follow)."""
+    """A CUDA/HIP context on ``device``: CUPTI when timing will follow, else waiting asleep."""
     import torch
     if not device.startswith("cuda") or not torch.cuda.is_available():
         return
     torch.cuda.set_device(torch.device(device))
     torch.zeros(1, device=device)
     torch.cuda.synchronize()
-    device_wait.asleep(device)  # a check's waits on a shared GPU leave the builds their cores (device_wait.py)
-    if profiler:
+    if profiler:  # a timing run's processes keep CUDA's default wait, the one the field's timings were taken with
         _profiler(device)
+    else:  # a check's waits on a shared GPU leave the builds their cores (device_wait.py)
+        device_wait.asleep(device)
 
 
 def start_triton(kind: str) -> threading.Thread | None:
