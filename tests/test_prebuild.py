@@ -114,6 +114,31 @@ def test_a_load_inline_candidate_built_ahead_is_loaded_by_its_check_not_built_ag
     assert (failed.verdict, failed.cause) == (alone.verdict, alone.cause) and not failed.passed
 
 
+def test_a_kernelbench_candidate_that_builds_in_its_constructor_is_built_ahead_too(tmp_path, monkeypatch):
+    """Its import builds nothing, so the build ahead constructs ModelNew from the problem's get_init_inputs(), and the
+    check loads that build: the build is in the kernel store when the build ahead ends, and the fixture fails its
+    constructor if its check builds it again."""
+    _sealed(tmp_path)
+    monkeypatch.setenv("KERNEL_MCP_CACHE", str(tmp_path / "cache"))
+    problem = FIXTURES / "kernelbench" / "linear_gelu.py"
+    candidate = tmp_path / "ctor.py"
+    candidate.write_text((FIXTURES / "cpp" / "build_in_constructor.py").read_text())
+    kept_after_step: list[bool] = []
+
+    class Recording(LocalRunner):
+        def step(self, request, *args, **kwargs):
+            reply = super().step(request, *args, **kwargs)
+            kept = kernel_cache.store() / kernel_cache.key_for(candidate)
+            kept_after_step.append(any(kept.rglob("kmcp_ctor_build*.so")))
+            return reply
+
+    ledger = judge_batch([Item(id="ctor", problem=problem, candidate=candidate)], tmp_path / "out",
+                         Recording(warm=False), device="cpu", jobs=1, timed=False, builds=1)
+    row = ledger.rows["ctor"]
+    assert row.passed, (row.verdict, row.cause, row.error)
+    assert kept_after_step == [True], "the build ahead built nothing: ModelNew was not constructed there"
+
+
 def test_a_reward_builds_its_rollout_ahead_and_its_check_loads_that_build(tmp_path, monkeypatch):
     """The reward API too: a rollout's load_inline build is made before its check, which loads it (the fixture
     fails its import if its check built it again)."""

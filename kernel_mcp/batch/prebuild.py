@@ -103,11 +103,13 @@ class Prebuilds:
 
 
 def build_ahead(candidate: Path, problem: Problem, runner: Runner, device: Device | None) -> None:
-    """Import ``candidate`` in a step host of ``runner`` (no secret, no input), which keeps what it builds for the
-    candidate's check; returns when it ends. It holds ``device``'s lease shared with no memory reserved: no
+    """Import ``candidate`` in a step host of ``runner`` (no secret, no input), and for a KernelBench problem construct
+    its ModelNew where the import built nothing; the runner keeps what it builds for the candidate's check; returns
+    when it ends. It holds ``device``'s lease shared with no memory reserved: no
     timing (an exclusive hold) runs beside the compilers. Never raises: a build ahead only saves time, and the
     check builds, judges and says why where this failed."""
-    request = PrebuildRequest(candidate=str(candidate), problem_dirs=[str(problem.folder), str(problem.folder.parent)])
+    request = PrebuildRequest(candidate=str(candidate), problem_dirs=[str(problem.folder), str(problem.folder.parent)],
+                              kernelbench_problem=str(problem.path) if problem.kind == "kernelbench" else "")
     try:
         runner.step(request, problem, problem.spec.timeouts.import_, device)
     except Exception:  # noqa: BLE001

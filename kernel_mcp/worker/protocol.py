@@ -181,6 +181,8 @@ class PrebuildRequest(_Message):
     kind: Literal["prebuild"] = "prebuild"
     candidate: str
     problem_dirs: list[str]
+    # a KernelBench problem's file: ModelNew is constructed from its get_init_inputs() where the import built nothing
+    kernelbench_problem: str = ""
 
 
 StepRequest = Annotated[Union[RecordRequest, BuildRequest, CaptureRequest, PrebuildRequest],

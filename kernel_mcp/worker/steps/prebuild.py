@@ -10,19 +10,48 @@ Runs candidate code (its import), so it runs in a step host (worker/steps/main.p
 namespaces, every other candidate's folders covered, no secret, no input, nothing to judge. Whatever it leaves in
 its own build folder reaches only its own check. An import that fails here (a module that needs the device's
 context at import, an error of its own) is no verdict: the check imports it again and says what happens there.
+A KernelBench candidate whose import built nothing has its ModelNew constructed too (``_construct``), in the same
+host and on the same terms: a constructor that builds is built ahead as well.
 """
 from __future__ import annotations
 
+import os
+import runpy
 from pathlib import Path
 
 from kernel_mcp.worker.host.load import import_candidate
 from kernel_mcp.worker.isolation import header_cache
 
 
+CONSTRUCT_DEVICE_BYTES = 1 << 30  # what ModelNew's constructor may allocate on a GPU here, where nothing is reserved
+
+
 def run(request) -> list:
-    """The prebuild step (a PrebuildRequest): the candidate imported; what it built stays in its scratch for the
-    runner to keep, so the reply carries nothing."""
+    """The prebuild step (a PrebuildRequest): the candidate imported, and a KernelBench ModelNew constructed where the
+    import built nothing; what it built stays in its scratch for the runner to keep, so the reply carries nothing."""
     candidate = Path(request.candidate)
     header_cache.use_for(candidate)  # as worker/host/main.py does before its import: the same compile lines
-    import_candidate(candidate, request.problem_dirs)
+    module = import_candidate(candidate, request.problem_dirs)
+    if request.kernelbench_problem and hasattr(module, "ModelNew") and not _built():
+        _construct(module, Path(request.kernelbench_problem))
     return []
+
+
+def _built() -> bool:
+    """Did the import build (or find kept) a torch extension in this host's build folder?"""
+    folder = os.environ.get("TORCH_EXTENSIONS_DIR")
+    return bool(folder) and any(Path(folder).rglob("*.so"))
+
+
+def _construct(module, problem_file: Path) -> None:
+    """ModelNew built from the problem's ``get_init_inputs()`` on the CPU, as its check's host builds it before
+    moving it to the device: a candidate that calls ``load_inline`` in its constructor (KernelBench's own template
+    does) builds here, not in its check, where its device memory is reserved while nvcc runs. What the constructor
+    allocates on a GPU is capped at CONSTRUCT_DEVICE_BYTES (torch's allocator): no reservation covers it here."""
+    import torch
+    if torch.cuda.is_available():
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, CONSTRUCT_DEVICE_BYTES / total), 0)
+    init_inputs = runpy.run_path(str(problem_file))["get_init_inputs"]()
+    torch.manual_seed(0)  # any seed: only the build matters here, and the check constructs its own
+    module.ModelNew(*init_inputs)
