@@ -4,8 +4,8 @@ and that a timed call's figures do not change with it.
 Part 1, ``waiters``: PROCS processes on one GPU, each for SECONDS making float64 matmuls and waiting for each (as a
 judge waits for its float64 truth while a dozen others share the device), once spinning and once asleep: the CPU
 seconds each used and the matmuls all made. Part 2, ``timing``: one process times a small kernel with
-``timing.timed_call`` (which spins inside) from a context left spinning and from one set asleep, and, beside them,
-timed asleep without the switch, interleaved: the medians of op, wall and tail times, and what a switch costs.
+``timing.timed_call`` from a context spinning and from one asleep, interleaved: the medians of op, wall and tail
+times.
 
     python bench/device_wait_bench.py --procs 12 --seconds 20 > device_wait.json
 """
@@ -63,30 +63,24 @@ def waiters(procs: int, seconds: float, size: int, asleep: bool) -> dict:
 
 
 def timing(calls: int) -> dict:
+    """A timed call's figures from a context spinning and from one asleep, interleaved (timed calls run in
+    processes booted for timing, which keep CUDA's default: this shows what the other mode would read)."""
     import torch
 
-    from kernel_mcp.worker.host import aftercall, device_wait, timing as clocks
+    from kernel_mcp.worker.host import device_wait, timing as clocks
     torch.zeros(1, device="cuda")
     x = torch.randn(1 << 20, device="cuda")
     clock = clocks.Clock("cuda")
-    modes = ("spinning", "asleep", "asleep_not_switched")  # the last: what a timed call asleep would read
+    modes = {"spinning": device_wait.SCHED_SPIN, "asleep": device_wait.SCHED_BLOCKING_SYNC}
     figures: dict[str, list] = {mode: [] for mode in modes}
     for i in range(len(modes) * calls):
-        mode = modes[i % len(modes)]
-        device_wait._set(device_wait.SCHED_SPIN if mode == "spinning" else device_wait.SCHED_BLOCKING_SYNC)
-        if mode == "asleep_not_switched":
-            _, call = clocks._timed_on_device(torch.nn.functional.gelu, x, clock, aftercall.baseline())
-        else:
-            _, call = clocks.timed_call(torch.nn.functional.gelu, x, clock)
+        mode = list(modes)[i % len(modes)]
+        device_wait.set_scheduling(modes[mode])
+        _, call = clocks.timed_call(torch.nn.functional.gelu, x, clock)
         figures[mode].append((call.op_ms, call.wall_ms, call.tail_ms))
-    started = time.perf_counter()
-    for _ in range(1000):
-        with device_wait.spinning("cuda"):
-            pass
-    switch_us = (time.perf_counter() - started) * 1e3  # 1000 round trips, in microseconds each
     median = {mode: {name: round(statistics.median(row[k] for row in rows), 4)
                      for k, name in enumerate(("op_ms", "wall_ms", "tail_ms"))} for mode, rows in figures.items()}
-    return {"calls": calls, "medians": median, "switch_round_trip_us": round(switch_us, 2)}
+    return {"calls": calls, "medians": median}
 
 
 def main() -> None:

@@ -198,35 +198,35 @@ def test_a_run_that_reserves_no_memory_never_waits_behind_a_check_short_of_memor
     """A judge's boot and a build ahead hold the device shared with no memory reserved: they cannot delay a waiting
     check's admission, so they pass it even once it keeps the memory turnstile (on an H100 a 36 GiB check waiting
     stopped every judge's boot and every build for minutes, thirty-fourth session). A check that reserves memory
-    still waits for it."""
+    still waits for it, and says so."""
     monkeypatch.setattr(lease, "BACKFILL_S", 0.3)
-    release, waiting, boot_in, small_in = (threading.Event() for _ in range(4))
+    release, second_waits, boot_in, small_waits = (threading.Event() for _ in range(4))
+    order: list[str] = []
 
-    def big():
-        with lease.hold(FAKE_GPU, False, 6 * GIB):
-            waiting.wait(30)
-            assert release.wait(30)
-
-    def run(need: int, done: threading.Event, on_wait=None):
+    def run(name: str, need: int, until: threading.Event | None = None, on_wait=None):
         with lease.hold(FAKE_GPU, False, need, on_wait=on_wait):
-            done.set()
-    threads = [threading.Thread(target=big)]
+            order.append(name)
+            if until is not None:
+                until.wait(30)
+    threads = [threading.Thread(target=run, args=("big", 6 * GIB, release))]
     threads[0].start()
     wait_for_holders(1)
-    threads.append(threading.Thread(target=run, args=(6 * GIB, threading.Event(), lambda m: waiting.set())))
+    threads.append(threading.Thread(target=run, args=("second", 6 * GIB),
+                                    kwargs={"on_wait": lambda m: second_waits.set()}))
     threads[1].start()
-    assert waiting.wait(30)
+    assert second_waits.wait(30)
     time.sleep(2.0)  # well past the backfill: the second keeps the memory turnstile
-    threads += [threading.Thread(target=run, args=(0, boot_in)), threading.Thread(target=run, args=(GIB, small_in))]
+    threads.append(threading.Thread(target=run, args=("boot", 0)))
+    threads.append(threading.Thread(target=run, args=("small", GIB), kwargs={"on_wait": lambda m: small_waits.set()}))
     threads[2].start()
     threads[3].start()
-    assert boot_in.wait(10), "a run reserving no memory waited behind a check short of memory"
-    time.sleep(1.0)
-    assert not small_in.is_set(), "a check overtook one waiting past the backfill"
+    threads[2].join(10)
+    assert "boot" in order, "a run reserving no memory waited behind a check short of memory"
+    assert small_waits.wait(30), "a check that fits did not wait for one waiting past the backfill"
     release.set()
     for thread in threads:
         thread.join(30)
-    assert small_in.is_set()
+    assert order == ["big", "boot", "second", "small"], order
 
 
 def test_a_run_alone_is_admitted_whatever_it_needs(cache, tmp_path):

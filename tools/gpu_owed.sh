@@ -73,7 +73,7 @@ batch)
   tail -30 "$OUT/log.txt"; cp "$bench/summary.json" "$OUT/"
   for s in $sides; do cp "$bench/$s/results.jsonl" "$OUT/results-$s.jsonl" 2>/dev/null
     cp "$bench/$s/arrivals.json" "$OUT/arrivals-$s.json" 2>/dev/null; done
-  cp "$bench/cache-batch/memory.json" "$OUT/" 2>/dev/null  # the needs the batch measured (lease.record_need)
+  cp "$bench/cache-batch/memory.json" "$OUT/" 2>/dev/null  # the needs the batch measured (needs.record_need)
   cp "$bench/batch/headers.json" "$OUT/" 2>/dev/null ;;
 wait)  # issue 38: judges and hosts wait for the GPU asleep, and spin only inside a timed call
   pytest_v 100 -n 0 tests/test_device_wait.py > "$OUT/pytest.txt" 2>&1; tail -3 "$OUT/pytest.txt"

@@ -7,8 +7,8 @@ machine (CLI runs, MCP servers, the orchestrator) through lock files in ``<cache
   device while it is held, so no other process disturbs the numbers;
 * **shared** (checks, a compile's recording call, a judge's boot): any number at once, each admitted only
   while the device memory the holders reserved, plus its own need, fits (``need_bytes``; measured peaks
-  of earlier runs, see ``memory_need``), so concurrent checks do not run each other out of memory. A
-  problem never measured is admitted with a first share of the device (``first_need``) and its judge
+  of earlier runs, see ``needs.memory_need``), so concurrent checks do not run each other out of memory. A
+  problem never measured is admitted with a first share of the device (``needs.first_need``) and its judge
   may allocate no more than that until it has measured the reference; then the reservation is resized
   to the measured need (``Reservation.resize``), or, when the need is larger, the check starts again
   with it (the runner).
@@ -16,10 +16,10 @@ machine (CLI runs, MCP servers, the orchestrator) through lock files in ``<cache
 A turnstile lock in front keeps it fair: an exclusive request waits for the shared holders present, and
 shared requests arriving after it wait for it. Memory has a turnstile of its own: a shared request whose memory
 does not fit lets checks that fit pass it for BACKFILL_S, then keeps the memory turnstile until admitted. Runs that
-reserve no memory (a judge's boot, a build ahead) never wait behind it: they cannot delay its admission, and a
-batch whose judges and builds stopped for a large check's memory idled the CPUs for minutes (an H100, thirty-fourth
-session). ``flock`` locks die with their process: a killed run never leaves the device locked; the ledger drops
-dead holders' entries.
+reserve no memory (a judge's boot, a build ahead) do not wait behind it (only behind a timing run): they cannot
+delay its admission, and a batch whose judges and builds stopped for a large check's memory idled the CPUs for
+minutes (an H100, thirty-fourth session). ``flock`` locks die with their process: a killed run never leaves the
+device locked; the ledger drops dead holders' entries.
 """
 from __future__ import annotations
 
@@ -154,11 +154,21 @@ def _admit_in_turn(folder: Path, key: str, device: Device, need: int, on_wait: O
                    said: set) -> str:
     """``_admit`` through the memory turnstile: a patient request holds it until admitted; an impatient one that
     finds it held gives way ('': it tries again later)."""
+    first = (f"waiting for {need / 2**30:.1f} GiB of {device.name or device.torch} memory "
+             "(a check that waited longer is first)")
     with open(folder / f"{key}.memory", "a+") as turn:
-        try:
-            fcntl.flock(turn, fcntl.LOCK_EX | (0 if patient else fcntl.LOCK_NB))
-        except BlockingIOError:
-            return ""
+        if patient:
+            _lock(turn, fcntl.LOCK_EX, on_wait, first)
+        else:
+            try:
+                fcntl.flock(turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if "turn" not in said:
+                    trace.mark(f"caller: {first}")
+                    if on_wait:
+                        on_wait(first)
+                    said.add("turn")
+                return ""
         try:
             return _admit(folder / f"{key}.ledger", device, need, on_wait, patient, said)
         finally:

@@ -8,5 +8,5 @@ receives (main.py). Nothing it says is believed; what it sends back is unpickled
     timing.py     one timed call (also the judge's clock for the reference), what a call left running
     aftercall.py  what a call may leave behind to run after the clock stops
     warm.py       torch's, CUDA's and Triton's first-use costs paid at boot
-    device_wait.py  how the process waits for its GPU: asleep, spinning only inside a timed call
+    device_wait.py  how the process waits for its GPU: asleep when booted for a check
 """

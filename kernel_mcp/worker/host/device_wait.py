@@ -1,28 +1,27 @@
-"""How a process waits for its GPU: asleep while it checks, spinning while it times.
+"""How a process waits for its GPU: a judge or candidate host booted for a check waits asleep.
 
 CUDA's default (``CU_CTX_SCHED_AUTO``) spins a core for every wait on the device whenever a process holds fewer
 contexts than the machine has cores, which is always here. A batch runs a dozen judges and a dozen candidate
 hosts on one GPU; most of their time is spent waiting on it while the others' work runs (the GPU time-slices
 contexts), and a spinning wait burns a core the builds beside them need (nvcc: about a minute of CPU per
-``load_inline`` candidate). So a judge or host booted for a check waits asleep (``CU_CTX_SCHED_BLOCKING_SYNC``;
-host/warm.py). Those booted for timing keep CUDA's default, the wait the field's timings were taken with, and a timed
-call spins wherever it runs, so a wake-up's latency (tens of microseconds) never reaches a figure that reads a host
-clock (wall and tail times).
+``load_inline`` candidate). On an H100, twelve such processes burnt 118 CPU-seconds in 10 s spinning and 10
+asleep, for the same GPU work (BENCHMARKS.md, "A batch's CPU by kind"). So a judge or host booted for a check waits
+asleep (``CU_CTX_SCHED_BLOCKING_SYNC``, set once after its warm-up: host/warm.py). Those booted for timing keep
+CUDA's default, the wait the field's timings were taken with: every timed call runs in one of them, and nothing
+switches the mode around a call (code run after the clock stops is code a candidate could replace).
 
-Both are the driver's ``cuCtxSetFlags`` (CUDA 12.1 and later) on the context current to the calling thread. The
-mode only chooses how the CPU waits, never what the device computes: a check's verdict is the same either way.
-Best effort: where the call is missing (an older driver, ROCm: not tried on AMD hardware) the process keeps
-CUDA's default. A candidate may set its own process's mode; it only changes how its own process waits.
+The driver's ``cuCtxSetFlags`` (CUDA 12.1 and later) on the context current to the calling thread. The mode only
+chooses how the CPU waits, never what the device computes: a check's verdict is the same either way. Best
+effort: where the call is missing (an older driver, ROCm: not tried on AMD hardware) the process keeps CUDA's
+default. A candidate may set its own process's mode; it only changes how its own process waits.
 """
 from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 
-SCHED_SPIN, SCHED_BLOCKING_SYNC = 0x1, 0x4  # CUctx_flags (cuda.h)
+SCHED_AUTO, SCHED_SPIN, SCHED_BLOCKING_SYNC = 0x0, 0x1, 0x4  # CUctx_flags (cuda.h)
 SCHED_MASK = 0x7
 
 
@@ -51,7 +50,7 @@ def scheduling() -> int | None:
     return flags.value & SCHED_MASK if lib.cuCtxGetFlags(ctypes.byref(flags)) == 0 else None
 
 
-def _set(mode: int) -> bool:
+def set_scheduling(mode: int) -> bool:
     """``mode`` for the context current to this thread, its other flags kept; False where it could not be set."""
     lib = _driver()
     if lib is None or not _current_context(lib):
@@ -67,17 +66,4 @@ def asleep(device: str) -> bool:
     ``KERNEL_MCP_DEVICE_WAIT=spin`` keeps CUDA's default instead (to measure what waiting asleep saves)."""
     if os.environ.get("KERNEL_MCP_DEVICE_WAIT") == "spin":
         return False
-    return device.startswith("cuda") and _set(SCHED_BLOCKING_SYNC)
-
-
-@contextmanager
-def spinning(device: str) -> Iterator[None]:
-    """Timed work waits spinning, as CUDA's default would; asleep again after (where it was set asleep before)."""
-    if not device.startswith("cuda") or scheduling() != SCHED_BLOCKING_SYNC:
-        yield
-        return
-    _set(SCHED_SPIN)
-    try:
-        yield
-    finally:
-        _set(SCHED_BLOCKING_SYNC)
+    return device.startswith("cuda") and set_scheduling(SCHED_BLOCKING_SYNC)

@@ -23,7 +23,6 @@ import torch
 
 from kernel_mcp.worker import tensors
 from kernel_mcp.worker.host import aftercall
-from kernel_mcp.worker.host.device_wait import spinning as _spinning
 from kernel_mcp.worker.tensors import digest as _digest
 
 _perf_counter = time.perf_counter
@@ -120,11 +119,6 @@ def timed_call(fn: Callable[[Any], Any], data: Any, clock: Clock) -> tuple[Any, 
         state = aftercall.state()
         wall = (_perf_counter() - start) * 1e3
         return output, CallTiming(op_ms=wall, tail_ms=0.0, wall_ms=wall, state=state, baseline=before)
-    with _spinning(clock.device):  # a wake-up from a wait asleep would reach the wall and tail times
-        return _timed_on_device(fn, data, clock, before)
-
-
-def _timed_on_device(fn: Callable[[Any], Any], data: Any, clock: Clock, before: Any) -> tuple[Any, CallTiming]:
     _device_sync()
     stream = _current_stream()
     begin, end = _EventBase(enable_timing=True), _EventBase(enable_timing=True)

@@ -272,7 +272,7 @@ def _judge_on_node(files: dict[str, bytes], request: dict[str, Any], device: str
 
 def _stage(files: dict[str, bytes]) -> Path:
     """``files`` at their paths below this worker process's folder, the same for each of its tasks (the node's
-    records of a problem, by path, serve the next: lease.py); those of workers gone (killed mid-task) go."""
+    records of a problem, by path, serve the next: needs.py); those of workers gone (killed mid-task) go."""
     tmp = Path(tempfile.gettempdir()).resolve()  # as load_problem resolves the paths the results name
     for folder in tmp.glob(f"{STAGE_PREFIX}*"):
         pid = folder.name.removeprefix(STAGE_PREFIX)

@@ -23,9 +23,6 @@ from kernel_mcp.worker.host.load import import_candidate
 from kernel_mcp.worker.isolation import header_cache
 
 
-CONSTRUCT_DEVICE_BYTES = 1 << 30  # what ModelNew's constructor may allocate on a GPU here, where nothing is reserved
-
-
 def run(request) -> list:
     """The prebuild step (a PrebuildRequest): the candidate imported, and a KernelBench ModelNew constructed where the
     import built nothing; what it built stays in its scratch for the runner to keep, so the reply carries nothing."""
@@ -44,14 +41,13 @@ def _built() -> bool:
 
 
 def _construct(module, problem_file: Path) -> None:
-    """ModelNew built from the problem's ``get_init_inputs()`` on the CPU, as its check's host builds it before
-    moving it to the device: a candidate that calls ``load_inline`` in its constructor (KernelBench's own template
-    does) builds here, not in its check, where its device memory is reserved while nvcc runs. What the constructor
-    allocates on a GPU is capped at CONSTRUCT_DEVICE_BYTES (torch's allocator): no reservation covers it here."""
+    """ModelNew built from the problem's ``get_init_inputs()``, as its check's host builds it: a candidate that calls
+    ``load_inline`` in its constructor (KernelBench's own template does) builds here, not in its check, where its
+    device memory is reserved while nvcc runs. Built on torch's meta device: its parameters take no memory and are
+    not initialised (a weight's initialisation is CPU time the build does not need). A constructor that allocates on
+    a GPU by name does so unreserved, as an import that does already may."""
     import torch
-    if torch.cuda.is_available():
-        total = torch.cuda.get_device_properties(0).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, CONSTRUCT_DEVICE_BYTES / total), 0)
     init_inputs = runpy.run_path(str(problem_file))["get_init_inputs"]()
     torch.manual_seed(0)  # any seed: only the build matters here, and the check constructs its own
-    module.ModelNew(*init_inputs)
+    with torch.device("meta"):
+        module.ModelNew(*init_inputs)
