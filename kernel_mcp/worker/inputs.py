@@ -22,7 +22,8 @@ from kernel_mcp.problem import Problem
 from kernel_mcp.worker import kernelbench, tensors
 
 
-def _import_file(path: Path, name: str, search: list[Path]) -> Any:
+def import_file(path: Path, name: str, search: list[Path]) -> Any:
+    """The module at ``path``, imported as ``name`` with ``search`` at the front of sys.path."""
     for folder in reversed(search):
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
@@ -44,7 +45,7 @@ class ProblemInputs:
     def __init__(self, problem: Problem, device: str):
         self.problem, self.device = problem, device
         if problem.kind == "gpumode":
-            self.module = _import_file(problem.reference_file, "reference", [problem.path, problem.path.parent])
+            self.module = import_file(problem.reference_file, "reference", [problem.path, problem.path.parent])
             self._generate = self.module.generate_input
             self._takes_device = "device" in inspect.signature(self._generate).parameters
         else:
@@ -55,7 +56,7 @@ class ProblemInputs:
 
     # --- KernelBench adapter -------------------------------------------------------------------------
     def _init_kernelbench(self) -> None:
-        self.module = _import_file(self.problem.path, "kernelbench_reference", [self.problem.path.parent])
+        self.module = import_file(self.problem.path, "kernelbench_reference", [self.problem.path.parent])
         self.init_inputs = list(self.module.get_init_inputs())
         self.model_seed = 42
         torch.manual_seed(self.model_seed)

@@ -163,11 +163,7 @@ def _admit_in_turn(folder: Path, key: str, device: Device, need: int, on_wait: O
             try:
                 fcntl.flock(turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                if "turn" not in said:
-                    trace.mark(f"caller: {first}")
-                    if on_wait:
-                        on_wait(first)
-                    said.add("turn")
+                _say_once(said, "turn", first, on_wait)
                 return ""
         try:
             return _admit(folder / f"{key}.ledger", device, need, on_wait, patient, said)
@@ -191,17 +187,22 @@ def _admit(path: Path, device: Device, need: int, on_wait: OnWait | None, wait: 
                 entries.append({"pid": os.getpid(), "bytes": int(need), "token": token, "since": time.time(),
                                 "crowded": bool(entries)})
                 return token
-        if "memory" not in said:
-            shown = "" if free is None else f", {free / 2**30:.1f} GiB free"
-            waiting = (f"waiting for {need / 2**30:.1f} GiB of {device.name or device.torch} memory "
-                       f"({reserved / 2**30:.1f} GiB reserved by {len(entries)} other run(s){shown})")
-            trace.mark(f"caller: {waiting}")
-            if on_wait:
-                on_wait(waiting)
-            said.add("memory")
+        shown = "" if free is None else f", {free / 2**30:.1f} GiB free"
+        _say_once(said, "memory", f"waiting for {need / 2**30:.1f} GiB of {device.name or device.torch} memory "
+                  f"({reserved / 2**30:.1f} GiB reserved by {len(entries)} other run(s){shown})", on_wait)
         if not wait:
             return ""
         time.sleep(POLL_S)
+
+
+def _say_once(said: set, what: str, message: str, on_wait: OnWait | None) -> None:
+    """A request's wait of one kind (``what``), said once: to its caller, and to the trace (KERNEL_MCP_TRACE)."""
+    if what in said:
+        return
+    said.add(what)
+    trace.mark(f"caller: {message}")
+    if on_wait:
+        on_wait(message)
 
 
 def _release(path: Path, token: str) -> bool:

@@ -41,24 +41,28 @@ def _current_context(lib: ctypes.CDLL) -> bool:
     return lib.cuCtxGetCurrent(ctypes.byref(context)) == 0 and bool(context.value)
 
 
-def scheduling() -> int | None:
-    """The current context's scheduling flags (``SCHED_*``), None where there is no CUDA context to ask."""
+def _context_flags() -> tuple[ctypes.CDLL, int] | None:
+    """The driver and the flags of the context current to this thread; None where there is none to ask."""
     lib = _driver()
     if lib is None or not _current_context(lib):
         return None
     flags = ctypes.c_uint()
-    return flags.value & SCHED_MASK if lib.cuCtxGetFlags(ctypes.byref(flags)) == 0 else None
+    return (lib, flags.value) if lib.cuCtxGetFlags(ctypes.byref(flags)) == 0 else None
+
+
+def scheduling() -> int | None:
+    """The current context's scheduling flags (``SCHED_*``), None where there is no CUDA context to ask."""
+    found = _context_flags()
+    return None if found is None else found[1] & SCHED_MASK
 
 
 def set_scheduling(mode: int) -> bool:
     """``mode`` for the context current to this thread, its other flags kept; False where it could not be set."""
-    lib = _driver()
-    if lib is None or not _current_context(lib):
+    found = _context_flags()
+    if found is None:
         return False
-    flags = ctypes.c_uint()
-    if lib.cuCtxGetFlags(ctypes.byref(flags)) != 0:
-        return False
-    return lib.cuCtxSetFlags(ctypes.c_uint((flags.value & ~SCHED_MASK) | mode)) == 0
+    lib, flags = found
+    return lib.cuCtxSetFlags(ctypes.c_uint((flags & ~SCHED_MASK) | mode)) == 0
 
 
 def asleep(device: str) -> bool:

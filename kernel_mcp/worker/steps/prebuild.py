@@ -16,10 +16,12 @@ host and on the same terms: a constructor that builds is built ahead as well.
 from __future__ import annotations
 
 import os
-import runpy
 from pathlib import Path
 
+import torch
+
 from kernel_mcp.worker.host.load import import_candidate
+from kernel_mcp.worker.inputs import import_file
 from kernel_mcp.worker.isolation import header_cache
 
 
@@ -46,8 +48,8 @@ def _construct(module, problem_file: Path) -> None:
     device memory is reserved while nvcc runs. Built on torch's meta device: its parameters take no memory and are
     not initialised (a weight's initialisation is CPU time the build does not need). A constructor that allocates on
     a GPU by name does so unreserved, as an import that does already may."""
-    import torch
-    init_inputs = runpy.run_path(str(problem_file))["get_init_inputs"]()
+    # imported as the judge imports it (worker/inputs.py), here with the candidate's own code beside it
+    init_inputs = import_file(problem_file, "kernelbench_reference", [problem_file.parent]).get_init_inputs()
     torch.manual_seed(0)  # any seed: only the build matters here, and the check constructs its own
     with torch.device("meta"):
         module.ModelNew(*init_inputs)
