@@ -90,6 +90,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=2048, help="the matmuls' side (float64)")
     parser.add_argument("--calls", type=int, default=200, help="timed calls in each mode")
     args = parser.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        parser.error("needs a CUDA GPU (what it measures is how a process waits for one)")
     out = {"waiters": [waiters(args.procs, args.seconds, args.size, asleep) for asleep in (False, True)],
            "timing": timing(args.calls)}
     print(json.dumps(out, indent=1))
