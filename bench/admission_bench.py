@@ -1,16 +1,27 @@
-"""How many checks an hour the device's memory admission lets through, with and without backfill (issue 38).
+"""How many checks an hour the device's memory admission lets through, by turnstile policy (issue 38).
 
-    python bench/admission_bench.py [--checks 120] [--jobs 12] [--repeats 3] [--large-share 0.25] [--scale 50]
+    python bench/admission_bench.py [--checks 120] [--jobs 12] [--repeats 3] [--mix thirty-fifth] [--scale 50]
+                                    [--cycles 1] [--policies off,backfill,bounded]
 
 The real lease (kernel_mcp/worker/lease.py: its lock files and ledger) on a stand-in GPU of 80 GiB, so it runs on
 any machine: ``--jobs`` threads take checks from one queue, as a batch's slots do, and each holds the lease shared
-with its check's memory reserved for its check's time. The mix: a ``--large-share`` of the checks need 24 GiB
-(a level-1 KernelBench problem at its published size: 4_Matrix_vector_multiplication_'s check took 26 GiB on an
-H100), the rest 3 GiB; a large check holds the device 30 s, a small one 15 s (``cases`` and the reference's runs on
-an H100, thirty-second session), all divided by ``--scale``. Run with the backfill off (``BACKFILL_S`` 0: a check
-waiting for memory keeps the turnstile, and every check behind it waits) and on (60 s, divided by ``--scale``),
-alternated, ``--repeats`` times each. Prints checks an hour in real time (the scale undone) and the share of the
-device's memory budget reserved on average. The order of the checks is the same in every run (seeded).
+with its check's memory reserved for its check's time, all divided by ``--scale``. The mixes (``MIXES``):
+
+* ``thirty-second``: a quarter of the checks need 24 GiB for 30 s (a level-1 KernelBench problem at its published
+  size: 4_Matrix_vector_multiplication_'s check took 26 GiB on an H100), the rest 3 GiB for 15 s;
+* ``thirty-fifth``: as seen in an H100 batch's trace (thirty-fifth session): beside those, a tenth need 46 GiB for
+  40 s (1.6 G-element elementwise problems) and one in twenty is a slow candidate holding 36 GiB for 150 s;
+* a JSON file of ``[[GiB, seconds], ...]`` in order, replayed as it is (``--checks`` ignored): a traced batch's
+  judges, written by ``tools/trace_phases.py TRACE --mix FILE``. ``bench/data/admission_mix_h100_35.json`` is the
+  thirty-fifth session's H100 batch (104 judges: checks, import failures and the survey's measures; the runs cut by
+  the window's end count as far as they got).
+
+Policies, alternated, ``--repeats`` times each: ``off`` (a check waiting for memory keeps the turnstile at once and
+until admitted: every check behind it waits), ``backfill`` (checks that fit pass it for 60 s, then it keeps the
+turnstile until admitted) and ``bounded`` (the lease's defaults: kept ``DRAIN_S`` at a time, then 60 s of backfill
+again). Prints checks an hour in real time (the scale undone): over the whole run, and ``steady`` (between the
+first and the last third of the checks' ends, a stream's rate without the tail), and the share of the device's
+memory budget reserved on average. The order of the checks is the same in every run (seeded).
 """
 from __future__ import annotations
 
@@ -34,17 +45,34 @@ from kernel_mcp.worker.protocol import Device  # noqa: E402
 GIB = 1 << 30
 GPU = Device(kind="cuda", index=0, vendor="nvidia", name="stand-in 80 GiB GPU", uuid="GPU-admission-bench",
              total_memory_bytes=80 * GIB)  # no such GPU: NVML reports nothing, the ledger alone admits
-LARGE, SMALL = (24 * GIB, 30.0), (3 * GIB, 15.0)  # need, seconds held
+SMALL = (3 * GIB, 15.0)  # need, seconds held
+# each mix: (share, (need, seconds held)) for every kind but SMALL, which takes the rest
+MIXES = {"thirty-second": [(0.25, (24 * GIB, 30.0))],
+         "thirty-fifth": [(0.2, (24 * GIB, 30.0)), (0.1, (46 * GIB, 40.0)), (0.05, (36 * GIB, 150.0))]}
+POLICIES = {"off": (0.0, float("inf")), "backfill": (60.0, float("inf")),  # (BACKFILL_S, DRAIN_S), real time
+            "bounded": (lease.BACKFILL_S, lease.DRAIN_S)}
 
 
-def workload(checks: int, large_share: float, seed: int = 38) -> list[tuple[int, float]]:
+def workload(checks: int, mix: str, seed: int = 38) -> list[tuple[int, float]]:
+    if mix not in MIXES:  # a traced batch's judges, in order
+        return [(int(gib * GIB), float(seconds)) for gib, seconds in json.loads(Path(mix).read_text())]
     rng = random.Random(seed)
-    return [LARGE if rng.random() < large_share else SMALL for _ in range(checks)]
+    out = []
+    for _ in range(checks):
+        draw, kind = rng.random(), SMALL
+        for share, other in MIXES[mix]:
+            if draw < share:
+                kind = other
+                break
+            draw -= share
+        out.append(kind)
+    return out
 
 
-def run(checks: list[tuple[int, float]], jobs: int, scale: float, backfill_s: float) -> dict:
+def run(checks: list[tuple[int, float]], jobs: int, scale: float, policy: str) -> dict:
     """Every check through the lease, ``jobs`` at a time; the wall time and the reserved memory over it."""
-    lease.BACKFILL_S = backfill_s
+    backfill_s, drain_s = POLICIES[policy]
+    lease.BACKFILL_S, lease.DRAIN_S = backfill_s / scale, drain_s / scale
     todo: queue.SimpleQueue = queue.SimpleQueue()
     for check in checks:
         todo.put(check)
@@ -71,7 +99,13 @@ def run(checks: list[tuple[int, float]], jobs: int, scale: float, backfill_s: fl
     wall = time.monotonic() - began
     budget = lease.MEMORY_BUDGET * GPU.total_memory_bytes
     used = sum((end - start) * need for start, end, need in spans) / (wall * budget)
+    # the rate between the first and the last third of the checks' ends: a stream's, without the last checks'
+    # tail (those a policy left to the end run with few beside them)
+    ends = sorted(end for _, end, _ in spans)
+    first, last = len(ends) // 3, 2 * len(ends) // 3
+    steady = (last - first) / max(ends[last] - ends[first], 1e-9)
     return {"wall_s": round(wall, 2), "per_hour": round(3600 * len(checks) / (wall * scale)),
+            "steady_per_hour": round(3600 * steady / scale),
             "memory_budget_used": round(used, 3)}
 
 
@@ -80,21 +114,32 @@ def main() -> int:
     parser.add_argument("--checks", type=int, default=120)
     parser.add_argument("--jobs", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--large-share", type=float, default=0.25)
+    parser.add_argument("--mix", default="thirty-fifth", help=f"{', '.join(MIXES)}, or a JSON file (see above)")
+    parser.add_argument("--policies", default="off,backfill,bounded", help=f"of {', '.join(POLICIES)}")
     parser.add_argument("--scale", type=float, default=50.0, help="times faster than real time")
+    parser.add_argument("--cycles", type=int, default=1, help="the checks this many times over, one queue")
     args = parser.parse_args()
+    if args.mix not in MIXES and not Path(args.mix).is_file():
+        parser.error(f"--mix: neither {', '.join(MIXES)} nor a file: {args.mix}")
+    policies = args.policies.split(",")
+    if unknown := set(policies) - set(POLICIES):
+        parser.error(f"unknown policies: {', '.join(sorted(unknown))} (of {', '.join(POLICIES)})")
     os.environ["KERNEL_MCP_CACHE"] = tempfile.mkdtemp(prefix="kmcp-admission-")  # a lease of its own
-    checks = workload(args.checks, args.large_share)
-    results: dict[str, list[dict]] = {"off": [], "on": []}
+    checks = workload(args.checks, args.mix) * args.cycles
+    results: dict[str, list[dict]] = {name: [] for name in policies}
     for _ in range(args.repeats):
-        for name, backfill in (("off", 0.0), ("on", 60.0 / args.scale)):
-            results[name].append(run(checks, args.jobs, args.scale, backfill))
+        for name in policies:
+            results[name].append(run(checks, args.jobs, args.scale, name))
             print(name, results[name][-1], flush=True)
     summary = {name: {"per_hour_median": statistics.median(r["per_hour"] for r in runs),
+                      "steady_per_hour_median": statistics.median(r["steady_per_hour"] for r in runs),
                       "memory_budget_used_median": statistics.median(r["memory_budget_used"] for r in runs)}
                for name, runs in results.items()}
-    summary["ratio_on_over_off"] = round(summary["on"]["per_hour_median"] / summary["off"]["per_hour_median"], 2)
-    summary["settings"] = vars(args) | {"large": sum(c == LARGE for c in checks), "small": sum(c == SMALL for c in checks)}
+    first = policies[0]
+    for name in policies[1:]:
+        for rate in ("per_hour_median", "steady_per_hour_median"):
+            summary[f"{rate}_{name}_over_{first}"] = round(summary[name][rate] / summary[first][rate], 2)
+    summary["settings"] = vars(args) | {"checks": len(checks), "gib_s": round(sum(n * t for n, t in checks) / GIB)}
     print(json.dumps(summary, indent=1))
     return 0
 

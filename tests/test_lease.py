@@ -194,6 +194,50 @@ def test_a_check_waiting_longer_than_the_backfill_keeps_the_turnstile(cache, mon
     assert order == ["big", "second", "small"]
 
 
+def test_a_check_keeps_the_turnstile_for_a_bounded_time_then_lets_checks_that_fit_pass_again(cache, monkeypatch):
+    """Kept until admitted, the turnstile idled the device for as long as one slow check held the memory the waiting
+    one needs (an H100, thirty-fifth session: 86 s, eleven judges ready). It is kept DRAIN_S at a time: between, a
+    check that fits passes, and the waiting one is still admitted once the memory is free."""
+    monkeypatch.setattr(lease, "BACKFILL_S", 0.3)
+    monkeypatch.setattr(lease, "DRAIN_S", 0.6)
+    release, second_waits, small_in = (threading.Event() for _ in range(3))
+    order: list[str] = []
+
+    def run(name: str, need: int, until: threading.Event | None = None, on_wait=None):
+        with lease.hold(FAKE_GPU, False, need, on_wait=on_wait):
+            order.append(name)
+            if name == "small":
+                small_in.set()
+            if until is not None:
+                until.wait(60)
+    threads = [threading.Thread(target=run, args=("big", 6 * GIB, release))]
+    threads[0].start()
+    wait_for_holders(1)
+    threads.append(threading.Thread(target=run, args=("second", 6 * GIB),
+                                    kwargs={"on_wait": lambda m: second_waits.set()}))
+    threads[1].start()
+    assert second_waits.wait(30)
+    time.sleep(0.5)  # past the backfill: the second keeps the turnstile now, or will again
+    threads.append(threading.Thread(target=run, args=("small", GIB)))
+    threads[2].start()
+    assert small_in.wait(30), "a check that fits never passed one that kept the turnstile past DRAIN_S"
+    assert order == ["big", "small"], order  # while the big one still holds the memory the second waits for
+    release.set()
+    for thread in threads:
+        thread.join(30)
+    assert order == ["big", "small", "second"], order
+
+
+def test_the_turnstile_is_kept_in_windows_after_the_backfill():
+    """Kept for DRAIN_S after BACKFILL_S, then given back for BACKFILL_S, in turn (seconds waited -> kept or not)."""
+    kept = [bool(lease._turnstile_kept_until(waited))
+            for waited in (0, lease.BACKFILL_S - 1, lease.BACKFILL_S, lease.BACKFILL_S + lease.DRAIN_S - 1,
+                           lease.BACKFILL_S + lease.DRAIN_S + 1, 2 * lease.BACKFILL_S + lease.DRAIN_S + 1)]
+    assert kept == [False, False, True, True, False, True]
+    now = time.monotonic()
+    assert lease._turnstile_kept_until(lease.BACKFILL_S + 5) == pytest.approx(now + lease.DRAIN_S - 5, abs=1)
+
+
 def test_a_run_that_reserves_no_memory_never_waits_behind_a_check_short_of_memory(cache, monkeypatch):
     """A judge's boot and a build ahead hold the device shared with no memory reserved: they cannot delay a waiting
     check's admission, so they pass it even once it keeps the memory turnstile (on an H100 a 36 GiB check waiting

@@ -1,7 +1,7 @@
 """Where the judges of a traced run spent their time, and their reserved device memory x time (developer script).
 
     KERNEL_MCP_TRACE=/tmp/t.txt kernel-mcp judge ...       (or TRACE=1 bash tools/gpu_owed.sh batch ...)
-    python3 tools/trace_phases.py /tmp/t.txt [--top 20]
+    python3 tools/trace_phases.py /tmp/t.txt [--top 20] [--mix mix.json]
 
 Reads the marks of worker/trace.py. A judge is a process with a "judge: preparing PROBLEM" mark; its steps are the
 intervals between its consecutive marks from "judge: request read" on, named by the two marks (each case's name made
@@ -11,12 +11,16 @@ failure (its candidate never ran a case), cut short (stopped during its candidat
 same). GiB x s weighs each interval by the need the judge reported ("a check needs about N GiB"): what the lease held
 for it meanwhile, so the steps that hold the most of the device for longest come first.
 
+``--mix FILE`` writes every judge's need and time, in the order their requests were read, as JSON
+([[GiB, seconds], ...]): bench/admission_bench.py replays them through the lease.
+
 Marks are taken when the judge's Python gets there, not when the device has finished: a step that queues GPU work
 shows little time, and the next step that waits for it (a copy to the host, a comparison) shows it all.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -53,7 +57,7 @@ def kind_of(labels: list[str]) -> str:
 
 def summarize(marks: dict[str, list[tuple[float, str]]]) -> tuple[Counter, Counter, Counter, list[tuple]]:
     """(seconds by (kind, step), GiB x s by (kind, step), intervals by (kind, step), judges as (GiB x s, kind,
-    problem, need GiB, seconds))."""
+    problem, need GiB, seconds, unix time its request was read))."""
     seconds, weighted, count, judges = Counter(), Counter(), Counter(), []
     for events in marks.values():
         labels = [label for _, label in events]
@@ -70,7 +74,7 @@ def summarize(marks: dict[str, list[tuple[float, str]]]) -> tuple[Counter, Count
             seconds[key] += t1 - t0
             weighted[key] += need * (t1 - t0)
             count[key] += 1
-        judges.append((need * (events[-1][0] - start), kind, problem, need, events[-1][0] - start))
+        judges.append((need * (events[-1][0] - start), kind, problem, need, events[-1][0] - start, start))
     return seconds, weighted, count, judges
 
 
@@ -78,17 +82,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", type=Path)
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--mix", type=Path, help="write each judge's [need GiB, seconds] here, in order (JSON)")
     args = parser.parse_args()
     if not args.trace.is_file():
         parser.error(f"no trace at {args.trace} (KERNEL_MCP_TRACE=FILE writes one)")
     seconds, weighted, count, judges = summarize(read(args.trace))
+    if args.mix:
+        args.mix.write_text(json.dumps([[round(j[3], 2), round(j[4], 2)] for j in sorted(judges, key=lambda j: j[5])
+                                        if j[3] > 0]) + "\n")
     total = sum(weighted.values()) or 1.0
     print(f"{len(judges)} judges: " + ", ".join(f"{n} {k}" for k, n in Counter(j[1] for j in judges).items()))
     print(f"\n{'GiB x s':>9} {'share':>6} {'seconds':>8} {'n':>4}  step")
     for key, value in weighted.most_common(args.top):
         print(f"{value:9.0f} {100 * value / total:5.1f}% {seconds[key]:8.1f} {count[key]:4d}  {key[0]}: {key[1]}")
     print(f"\n{'GiB x s':>9} {'need GiB':>8} {'seconds':>8}  judge")
-    for held, kind, problem, need, spent in sorted(judges, reverse=True)[:args.top]:
+    for held, kind, problem, need, spent, _ in sorted(judges, reverse=True)[:args.top]:
         print(f"{held:9.0f} {need:8.1f} {spent:8.1f}  {kind}: {problem}")
 
 

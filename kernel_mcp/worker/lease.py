@@ -15,7 +15,11 @@ machine (CLI runs, MCP servers, the orchestrator) through lock files in ``<cache
 
 A turnstile lock in front keeps it fair: an exclusive request waits for the shared holders present, and
 shared requests arriving after it wait for it. Memory has a turnstile of its own: a shared request whose memory
-does not fit lets checks that fit pass it for BACKFILL_S, then keeps the memory turnstile until admitted. Runs that
+does not fit lets checks that fit pass it for BACKFILL_S, then keeps the memory turnstile for at most DRAIN_S, so that
+the checks on the device finish and none replace them; then it lets checks pass again for BACKFILL_S, and so on until
+admitted. The bound matters when what holds the memory is one slow check: kept until admitted, the turnstile idled
+every other check for as long as it ran (an H100, thirty-fifth session: 86 s of a 420 s batch, eleven judges ready,
+a slow softmax holding 36 GiB and a check waiting for 46 GiB at the turnstile). Runs that
 reserve no memory (a judge's boot, a build ahead) do not wait behind it (only behind a timing run): they cannot
 delay its admission, and a batch whose judges and builds stopped for a large check's memory idled the CPUs for
 minutes (an H100, thirty-fourth session). ``flock`` locks die with their process: a killed run never leaves the
@@ -43,6 +47,11 @@ POLL_S = 0.2
 # until it is admitted, so that it is not starved. Without it, one large check waiting held up every check behind it
 # while memory for them was free (H100, thirty-second session: 28 of 33 checks waited, a median of 47 s).
 BACKFILL_S = 60.0
+# ... and keeps it at most this long at a time (seconds), time enough for the checks already admitted beside the one
+# that holds its memory to finish (a check's median on an H100 was 38 s whole, thirty-fifth session); then it lets
+# checks that fit pass again for BACKFILL_S. Not starved: no check is admitted in such a window, so the waiting one
+# gets in once those already admitted end; only a check that outlives the window delays it, as it would anyway.
+DRAIN_S = 45.0
 MOMENT_S = 0.25  # a shorter wait is another request passing the turnstile, not worth saying
 REPEAT_S = 30.0  # a long wait is said again this often
 
@@ -91,9 +100,8 @@ def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait |
                 fcntl.flock(gate, fcntl.LOCK_UN)
             if exclusive or not (device.is_gpu and need_bytes):
                 break
-            # until it has waited BACKFILL_S, a check short of memory lets those that fit pass it between tries
-            patient = time.monotonic() - began >= BACKFILL_S
-            token = _admit_in_turn(folder, key, device, need_bytes, on_wait, patient, said)
+            until = _turnstile_kept_until(time.monotonic() - began)
+            token = _admit_in_turn(folder, key, device, need_bytes, on_wait, until, said)
             if token:
                 break
             fcntl.flock(main, fcntl.LOCK_UN)
@@ -150,14 +158,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _admit_in_turn(folder: Path, key: str, device: Device, need: int, on_wait: OnWait | None, patient: bool,
+def _turnstile_kept_until(waited: float) -> float:
+    """When a check that has waited ``waited`` seconds for memory gives the memory turnstile back (a monotonic time),
+    or 0.0 while it lets the checks that fit pass it: first for BACKFILL_S, then kept DRAIN_S and not BACKFILL_S in
+    turn."""
+    if waited < BACKFILL_S:
+        return 0.0
+    phase = (waited - BACKFILL_S) % (DRAIN_S + BACKFILL_S)
+    return time.monotonic() + DRAIN_S - phase if phase < DRAIN_S else 0.0
+
+
+def _admit_in_turn(folder: Path, key: str, device: Device, need: int, on_wait: OnWait | None, until: float,
                    said: set) -> str:
-    """``_admit`` through the memory turnstile: a patient request holds it until admitted; an impatient one that
-    finds it held gives way ('': it tries again later)."""
+    """``_admit`` through the memory turnstile: a request that keeps it (``until`` a monotonic time, else 0.0) holds
+    it until admitted or until then; one that does not gives way if it finds it held ('': it tries again later)."""
     first = (f"waiting for {need / 2**30:.1f} GiB of {device.name or device.torch} memory "
              "(a check that waited longer is first)")
     with open(folder / f"{key}.memory", "a+") as turn:
-        if patient:
+        if until:
             _lock(turn, fcntl.LOCK_EX, on_wait, first)
         else:
             try:
@@ -166,15 +184,15 @@ def _admit_in_turn(folder: Path, key: str, device: Device, need: int, on_wait: O
                 _say_once(said, "turn", first, on_wait)
                 return ""
         try:
-            return _admit(folder / f"{key}.ledger", device, need, on_wait, patient, said)
+            return _admit(folder / f"{key}.ledger", device, need, on_wait, until, said)
         finally:
             fcntl.flock(turn, fcntl.LOCK_UN)
 
 
-def _admit(path: Path, device: Device, need: int, on_wait: OnWait | None, wait: bool, said: set) -> str:
+def _admit(path: Path, device: Device, need: int, on_wait: OnWait | None, until: float, said: set) -> str:
     """Admit ``need`` bytes once they fit beside the holders' reservations (and in the memory now free), waiting for
-    that if ``wait`` (else '' when they do not fit now); a request alone on the device is admitted whatever its size.
-    ``said``: what was said of this request's wait (it is said once)."""
+    that until ``until`` (a monotonic time; '' if they do not fit by then, or now if it is 0.0); a request alone on the
+    device is admitted whatever its size. ``said``: what was said of this request's wait (it is said once)."""
     budget = MEMORY_BUDGET * device.total_memory_bytes
     while True:
         with _ledger(path) as entries:
@@ -190,7 +208,7 @@ def _admit(path: Path, device: Device, need: int, on_wait: OnWait | None, wait: 
         shown = "" if free is None else f", {free / 2**30:.1f} GiB free"
         _say_once(said, "memory", f"waiting for {need / 2**30:.1f} GiB of {device.name or device.torch} memory "
                   f"({reserved / 2**30:.1f} GiB reserved by {len(entries)} other run(s){shown})", on_wait)
-        if not wait:
+        if time.monotonic() >= until:
             return ""
         time.sleep(POLL_S)
 
