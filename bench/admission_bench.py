@@ -18,8 +18,10 @@ with its check's memory reserved for its check's time, all divided by ``--scale`
 
 Policies, alternated, ``--repeats`` times each: ``off`` (a check waiting for memory keeps the turnstile at once and
 until admitted: every check behind it waits), ``backfill`` (checks that fit pass it for 60 s, then it keeps the
-turnstile until admitted) and ``bounded`` (the lease's defaults: kept ``DRAIN_S`` at a time, then 60 s of backfill
-again). Prints checks an hour in real time (the scale undone): over the whole run, and ``steady`` (between the
+turnstile until admitted) and ``bounded`` (the lease's defaults: kept ``DRAIN_S``, then the turnstile rests 60 s,
+then kept twice as long). The lease's poll (``POLL_S``, 0.2 s) is not scaled: keep ``--scale`` small (4-10) for a
+replay, whose checks are often under a second. A replay's order is the order the traced run's lease admitted its
+checks in, so that run's policy is in it. Prints checks an hour in real time (the scale undone): over the whole run, and ``steady`` (between the
 first and the last third of the checks' ends, a stream's rate without the tail), and the share of the device's
 memory budget reserved on average. The order of the checks is the same in every run (seeded).
 """
@@ -103,9 +105,9 @@ def run(checks: list[tuple[int, float]], jobs: int, scale: float, policy: str) -
     # tail (those a policy left to the end run with few beside them)
     ends = sorted(end for _, end, _ in spans)
     first, last = len(ends) // 3, 2 * len(ends) // 3
-    steady = (last - first) / max(ends[last] - ends[first], 1e-9)
+    steady = (last - first) / max(ends[last] - ends[first], 1e-9) if last > first else None
     return {"wall_s": round(wall, 2), "per_hour": round(3600 * len(checks) / (wall * scale)),
-            "steady_per_hour": round(3600 * steady / scale),
+            "steady_per_hour": round(3600 * steady / scale) if steady else None,
             "memory_budget_used": round(used, 3)}
 
 
@@ -132,13 +134,14 @@ def main() -> int:
             results[name].append(run(checks, args.jobs, args.scale, name))
             print(name, results[name][-1], flush=True)
     summary = {name: {"per_hour_median": statistics.median(r["per_hour"] for r in runs),
-                      "steady_per_hour_median": statistics.median(r["steady_per_hour"] for r in runs),
+                      "steady_per_hour_median": statistics.median(r["steady_per_hour"] or 0 for r in runs),
                       "memory_budget_used_median": statistics.median(r["memory_budget_used"] for r in runs)}
                for name, runs in results.items()}
     first = policies[0]
     for name in policies[1:]:
         for rate in ("per_hour_median", "steady_per_hour_median"):
-            summary[f"{rate}_{name}_over_{first}"] = round(summary[name][rate] / summary[first][rate], 2)
+            if summary[first][rate]:
+                summary[f"{rate}_{name}_over_{first}"] = round(summary[name][rate] / summary[first][rate], 2)
     summary["settings"] = vars(args) | {"checks": len(checks), "gib_s": round(sum(n * t for n, t in checks) / GIB)}
     print(json.dumps(summary, indent=1))
     return 0

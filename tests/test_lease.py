@@ -2,6 +2,7 @@
 their memory fits, fairness, crash safety; and the CLI queueing behind it."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -194,13 +195,17 @@ def test_a_check_waiting_longer_than_the_backfill_keeps_the_turnstile(cache, mon
     assert order == ["big", "second", "small"]
 
 
-def test_a_check_keeps_the_turnstile_for_a_bounded_time_then_lets_checks_that_fit_pass_again(cache, monkeypatch):
+@pytest.mark.parametrize("waiting", [1, 3])
+def test_a_check_keeps_the_turnstile_for_a_bounded_time_then_lets_checks_that_fit_pass_again(cache, monkeypatch,
+                                                                                             waiting):
     """Kept until admitted, the turnstile idled the device for as long as one slow check held the memory the waiting
-    one needs (an H100, thirty-fifth session: 86 s, eleven judges ready). It is kept DRAIN_S at a time: between, a
-    check that fits passes, and the waiting one is still admitted once the memory is free."""
+    ones need (an H100, thirty-fifth session: 86 s, eleven judges ready, two checks keeping it in turn). It is kept
+    DRAIN_S at a time, then rests BACKFILL_S for every waiting check: a check that fits passes then, however many
+    wait, and the waiting ones are still admitted once the memory is free."""
     monkeypatch.setattr(lease, "BACKFILL_S", 0.3)
     monkeypatch.setattr(lease, "DRAIN_S", 0.6)
-    release, second_waits, small_in = (threading.Event() for _ in range(3))
+    release, small_in = threading.Event(), threading.Event()
+    waits = [threading.Event() for _ in range(waiting)]
     order: list[str] = []
 
     def run(name: str, need: int, until: threading.Event | None = None, on_wait=None):
@@ -212,30 +217,75 @@ def test_a_check_keeps_the_turnstile_for_a_bounded_time_then_lets_checks_that_fi
                 until.wait(60)
     threads = [threading.Thread(target=run, args=("big", 6 * GIB, release))]
     threads[0].start()
-    wait_for_holders(1)
-    threads.append(threading.Thread(target=run, args=("second", 6 * GIB),
-                                    kwargs={"on_wait": lambda m: second_waits.set()}))
-    threads[1].start()
-    assert second_waits.wait(30)
-    time.sleep(0.5)  # past the backfill: the second keeps the turnstile now, or will again
-    threads.append(threading.Thread(target=run, args=("small", GIB)))
-    threads[2].start()
-    assert small_in.wait(30), "a check that fits never passed one that kept the turnstile past DRAIN_S"
-    assert order == ["big", "small"], order  # while the big one still holds the memory the second waits for
-    release.set()
-    for thread in threads:
-        thread.join(30)
-    assert order == ["big", "small", "second"], order
+    try:
+        wait_for_holders(1)
+        for n, said in enumerate(waits):
+            threads.append(threading.Thread(target=run, args=(f"waiting {n}", 6 * GIB),
+                                            kwargs={"on_wait": lambda m, said=said: said.set()}))
+            threads[-1].start()
+        assert all(said.wait(30) for said in waits)
+        time.sleep(0.5)  # past the backfill: the waiting checks keep the turnstile now, or will again
+        threads.append(threading.Thread(target=run, args=("small", GIB)))
+        threads[-1].start()
+        assert small_in.wait(30), "a check that fits never passed checks that kept the turnstile past DRAIN_S"
+        assert order == ["big", "small"], order  # while the big one still holds the memory the others wait for
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(60)
+    assert order[:2] == ["big", "small"] and len(order) == waiting + 2, order
 
 
-def test_the_turnstile_is_kept_in_windows_after_the_backfill():
-    """Kept for DRAIN_S after BACKFILL_S, then given back for BACKFILL_S, in turn (seconds waited -> kept or not)."""
-    kept = [bool(lease._turnstile_kept_until(waited))
-            for waited in (0, lease.BACKFILL_S - 1, lease.BACKFILL_S, lease.BACKFILL_S + lease.DRAIN_S - 1,
-                           lease.BACKFILL_S + lease.DRAIN_S + 1, 2 * lease.BACKFILL_S + lease.DRAIN_S + 1)]
-    assert kept == [False, False, True, True, False, True]
-    now = time.monotonic()
-    assert lease._turnstile_kept_until(lease.BACKFILL_S + 5) == pytest.approx(now + lease.DRAIN_S - 5, abs=1)
+def turn_kept(deadline: float) -> None:
+    """Until a waiting check holds the fake device's memory turnstile (after a rest only a keeper holds it)."""
+    with open(lease.lease_dir() / f"{FAKE_GPU.lease_key}.memory", "a+") as turn:
+        while True:
+            try:
+                fcntl.flock(turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            fcntl.flock(turn, fcntl.LOCK_UN)
+            assert time.monotonic() < deadline, "no check kept the turnstile"
+            time.sleep(0.01)
+
+
+def test_a_check_whose_window_ended_keeps_the_turnstile_longer_next_time(cache, monkeypatch):
+    """Not starved: each window a waiting check keeps the turnstile is twice the last, so one outlasts the checks
+    on the device. Here a holder outlives the first window (1 s) and ends within the second (2 s): the waiting
+    check is admitted at its end, before a check that fits and arrived during that window."""
+    monkeypatch.setattr(lease, "BACKFILL_S", 0.2)
+    monkeypatch.setattr(lease, "DRAIN_S", 1.0)
+    order: list[str] = []
+    release = threading.Event()
+
+    def run(name: str, need: int, until: threading.Event | None = None, on_wait=None):
+        with lease.hold(FAKE_GPU, False, need, on_wait=on_wait):
+            order.append(name)
+            if until is not None:
+                until.wait(60)
+    rest = lease.lease_dir() / f"{FAKE_GPU.lease_key}.rest"
+    threads = [threading.Thread(target=run, args=("big", 6 * GIB, release))]
+    threads[0].start()
+    try:
+        wait_for_holders(1)
+        threads.append(threading.Thread(target=run, args=("second", 6 * GIB)))
+        threads[-1].start()
+        deadline = time.monotonic() + 30
+        while not rest.exists():  # the second's first window ended unadmitted
+            assert time.monotonic() < deadline, "the first window never ended"
+            time.sleep(0.02)
+        while time.time() < float(rest.read_text()) + 0.05:  # the rest; then the second keeps it again, for 2 s
+            time.sleep(0.02)
+        turn_kept(deadline)
+        threads.append(threading.Thread(target=run, args=("small", GIB)))
+        threads[-1].start()
+        time.sleep(0.2)
+        release.set()  # within the second window
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(60)
+    assert order == ["big", "second", "small"], order
 
 
 def test_a_run_that_reserves_no_memory_never_waits_behind_a_check_short_of_memory(cache, monkeypatch):

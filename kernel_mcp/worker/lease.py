@@ -16,10 +16,12 @@ machine (CLI runs, MCP servers, the orchestrator) through lock files in ``<cache
 A turnstile lock in front keeps it fair: an exclusive request waits for the shared holders present, and
 shared requests arriving after it wait for it. Memory has a turnstile of its own: a shared request whose memory
 does not fit lets checks that fit pass it for BACKFILL_S, then keeps the memory turnstile for at most DRAIN_S, so that
-the checks on the device finish and none replace them; then it lets checks pass again for BACKFILL_S, and so on until
-admitted. The bound matters when what holds the memory is one slow check: kept until admitted, the turnstile idled
-every other check for as long as it ran (an H100, thirty-fifth session: 86 s of a 420 s batch, eleven judges ready,
-a slow softmax holding 36 GiB and a check waiting for 46 GiB at the turnstile). Runs that
+the checks on the device finish and none replace them. If it is not admitted by then, the turnstile rests for
+BACKFILL_S, for every check waiting (``{key}.rest``): checks that fit pass again; then a waiting check keeps it again,
+for twice as long each time it failed. The bound matters when what holds the memory is one slow check: kept until
+admitted, the turnstile idled every other check for as long as it ran (an H100, thirty-fifth session: 86 s of a 420 s
+batch, eleven judges ready, a slow softmax holding 36 GiB, checks waiting for 46 and 61 GiB keeping the turnstile in
+turn). Runs that
 reserve no memory (a judge's boot, a build ahead) do not wait behind it (only behind a timing run): they cannot
 delay its admission, and a batch whose judges and builds stopped for a large check's memory idled the CPUs for
 minutes (an H100, thirty-fourth session). ``flock`` locks die with their process: a killed run never leaves the
@@ -44,13 +46,15 @@ from kernel_mcp.worker.protocol import Device
 MEMORY_BUDGET = 0.9  # share of a GPU's memory that admitted checks may reserve together
 POLL_S = 0.2
 # A check waiting for device memory lets checks that fit now pass it this long (seconds), then keeps the turnstile
-# until it is admitted, so that it is not starved. Without it, one large check waiting held up every check behind it
+# (below), so that it is not starved; a turnstile whose keeper was not admitted in its window rests this long too.
+# Without the backfill, one large check waiting held up every check behind it
 # while memory for them was free (H100, thirty-second session: 28 of 33 checks waited, a median of 47 s).
 BACKFILL_S = 60.0
-# ... and keeps it at most this long at a time (seconds), time enough for the checks already admitted beside the one
-# that holds its memory to finish (a check's median on an H100 was 38 s whole, thirty-fifth session); then it lets
-# checks that fit pass again for BACKFILL_S. Not starved: no check is admitted in such a window, so the waiting one
-# gets in once those already admitted end; only a check that outlives the window delays it, as it would anyway.
+# ... and keeps it this long (seconds), time enough for the checks already admitted beside the one that holds its
+# memory to finish (a check's median on an H100 was 38 s whole, thirty-fifth session); if not admitted by then, the
+# turnstile rests BACKFILL_S (checks that fit pass), and the check's next window is twice as long. Not starved: no
+# check is admitted in a window, and the windows grow until one outlasts the checks on the device (each has a time
+# limit), so the waiting check gets in.
 DRAIN_S = 45.0
 MOMENT_S = 0.25  # a shorter wait is another request passing the turnstile, not worth saying
 REPEAT_S = 30.0  # a long wait is said again this often
@@ -91,7 +95,7 @@ def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait |
     with open(folder / f"{key}.gate", "a+") as gate, open(folder / f"{key}.lock", "a+") as main:
         what = "a timing run holds it or is next" if not exclusive else "other runs are on it"
         message = f"waiting for {device.name or device.torch} ({what})"
-        token, began, said = "", time.monotonic(), set()
+        token, began, said, windows = "", time.monotonic(), set(), [0]
         while True:
             _lock(gate, fcntl.LOCK_EX, on_wait, message)
             try:
@@ -100,8 +104,8 @@ def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait |
                 fcntl.flock(gate, fcntl.LOCK_UN)
             if exclusive or not (device.is_gpu and need_bytes):
                 break
-            until = _turnstile_kept_until(time.monotonic() - began)
-            token = _admit_in_turn(folder, key, device, need_bytes, on_wait, until, said)
+            keep = time.monotonic() - began >= BACKFILL_S  # until then, checks that fit pass it between tries
+            token = _admit_in_turn(folder, key, device, need_bytes, on_wait, keep, said, windows)
             if token:
                 break
             fcntl.flock(main, fcntl.LOCK_UN)
@@ -158,35 +162,42 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _turnstile_kept_until(waited: float) -> float:
-    """When a check that has waited ``waited`` seconds for memory gives the memory turnstile back (a monotonic time),
-    or 0.0 while it lets the checks that fit pass it: first for BACKFILL_S, then kept DRAIN_S and not BACKFILL_S in
-    turn."""
-    if waited < BACKFILL_S:
-        return 0.0
-    phase = (waited - BACKFILL_S) % (DRAIN_S + BACKFILL_S)
-    return time.monotonic() + DRAIN_S - phase if phase < DRAIN_S else 0.0
-
-
-def _admit_in_turn(folder: Path, key: str, device: Device, need: int, on_wait: OnWait | None, until: float,
-                   said: set) -> str:
-    """``_admit`` through the memory turnstile: a request that keeps it (``until`` a monotonic time, else 0.0) holds
-    it until admitted or until then; one that does not gives way if it finds it held ('': it tries again later)."""
+def _admit_in_turn(folder: Path, key: str, device: Device, need: int, on_wait: OnWait | None, keep: bool,
+                   said: set, windows: list[int]) -> str:
+    """``_admit`` through the memory turnstile. A request that may ``keep`` it, unless the turnstile rests, holds it
+    until admitted or for its window (DRAIN_S, doubled for each of its ``windows`` that ended unadmitted), then sets
+    the rest; any other gives way if it finds it held ('': it tries again later)."""
     first = (f"waiting for {need / 2**30:.1f} GiB of {device.name or device.torch} memory "
              "(a check that waited longer is first)")
+    rest = folder / f"{key}.rest"
     with open(folder / f"{key}.memory", "a+") as turn:
-        if until:
+        if keep and not _resting(rest):
             _lock(turn, fcntl.LOCK_EX, on_wait, first)
+            keep = not _resting(rest)  # another keeper's window may have ended while this one waited for the lock
         else:
+            keep = False
             try:
                 fcntl.flock(turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 _say_once(said, "turn", first, on_wait)
                 return ""
         try:
-            return _admit(folder / f"{key}.ledger", device, need, on_wait, until, said)
+            until = time.monotonic() + DRAIN_S * 2 ** windows[0] if keep else 0.0
+            token = _admit(folder / f"{key}.ledger", device, need, on_wait, until, said)
+            if keep and not token:  # its window ended: checks that fit pass for BACKFILL_S, then it keeps it longer
+                windows[0] += 1
+                rest.write_text(str(time.time() + BACKFILL_S))
+            return token
         finally:
             fcntl.flock(turn, fcntl.LOCK_UN)
+
+
+def _resting(rest: Path) -> bool:
+    """Does the memory turnstile rest now (a keeper's window ended unadmitted less than BACKFILL_S ago)?"""
+    try:
+        return time.time() < float(rest.read_text())
+    except (OSError, ValueError):
+        return False
 
 
 def _admit(path: Path, device: Device, need: int, on_wait: OnWait | None, until: float, said: set) -> str:
