@@ -21,9 +21,9 @@ until admitted: every check behind it waits), ``backfill`` (checks that fit pass
 turnstile until admitted) and ``bounded`` (the lease's defaults: kept ``DRAIN_S``, then the turnstile rests 60 s,
 then kept twice as long). The lease's poll (``POLL_S``, 0.2 s) is not scaled: keep ``--scale`` small (4-10) for a
 replay, whose checks are often under a second. A replay's order is the order the traced run's lease admitted its
-checks in, so that run's policy is in it. Prints checks an hour in real time (the scale undone): over the whole run, and ``steady`` (between the
-first and the last third of the checks' ends, a stream's rate without the tail), and the share of the device's
-memory budget reserved on average. The order of the checks is the same in every run (seeded).
+checks in, so that run's policy is in it. Prints checks an hour in real time (the scale undone): over the whole
+run, and ``steady`` (between the first and the last third of the checks' ends, a stream's rate without the tail),
+and the share of the device's memory budget reserved on average. The order of the checks is the same in every run (seeded).
 """
 from __future__ import annotations
 

@@ -88,8 +88,9 @@ def main() -> None:
         parser.error(f"no trace at {args.trace} (KERNEL_MCP_TRACE=FILE writes one)")
     seconds, weighted, count, judges = summarize(read(args.trace))
     if args.mix:
-        args.mix.write_text(json.dumps([[round(j[3], 2), round(j[4], 2)] for j in sorted(judges, key=lambda j: j[5])
-                                        if j[3] > 0]) + "\n")
+        in_order = sorted(judges, key=lambda judge: judge[5])  # by when each judge's request was read
+        args.mix.write_text(json.dumps([[round(need, 2), round(spent, 2)]
+                                        for _, _, _, need, spent, _ in in_order if need > 0]) + "\n")
     total = sum(weighted.values()) or 1.0
     print(f"{len(judges)} judges: " + ", ".join(f"{n} {k}" for k, n in Counter(j[1] for j in judges).items()))
     print(f"\n{'GiB x s':>9} {'share':>6} {'seconds':>8} {'n':>4}  step")
