@@ -2,7 +2,8 @@
 calls on the same set, side by side in one run, and whether every verdict agrees (issue 38).
 
     python bench/batch_bench.py OUT_DIR PROBLEMS CANDIDATES... [--jobs 12] [--loop-jobs 12] [--limit N] [--builds B]
-                                [--device cuda] [--budget-s 500] [--sides batch,loop] [--skip EARLIER.jsonl ...]
+                                [--device cuda] [--gpus all] [--budget-s 500] [--sides batch,loop]
+                                [--skip EARLIER.jsonl ...]
 
 PROBLEMS and CANDIDATES as ``kernel-mcp judge`` takes them (a KernelBench root and a manifest, or one problem
 and its candidates). ``--limit``: the first N candidates in a fixed pseudo-random order (a hash of the id), so
@@ -13,6 +14,8 @@ Check only (no timing): the point is the judging, which a batch does the same wa
 a batch's ``results.jsonl``, ``bench/data/generations_judged.jsonl``), so a run's verdicts add new ones.
 ``--sides``: which to run, in that order: ``batch`` (``kernel-mcp judge``, a problem's candidates sharing their
 secret inputs and float64 truth), ``unshared`` (``judge --no-share``), ``loop`` (one-shot checks).
+``--gpus`` (a host of several GPUs: "all" or "0,1,3"): the batch judges on a worker per GPU (``judge --gpus``), and
+the loop's one-shot checks take the GPUs in turn (each shown only its own, as the pool's workers are).
 
 Writes OUT_DIR/summary.json (rates, seconds, the verdicts that differ) and prints it; each side's rows go to
 OUT_DIR/<side>/results.jsonl as they end. ``per_hour`` is what finished in the budget; ``steady_per_hour`` the
@@ -46,6 +49,7 @@ from kernel_mcp.batch.ledger import read_rows  # noqa: E402
 from kernelbench_bench import read_rows as read_jsonl  # noqa: E402
 from kernel_mcp.batch.sources import Item, find_items  # noqa: E402
 from cpu_use import CpuUse  # noqa: E402
+from kernel_mcp.worker.runners.pool import parse_gpus, pin_for, visible_gpus  # noqa: E402
 
 CLI = [sys.executable, "-m", "kernel_mcp"]
 
@@ -77,25 +81,27 @@ class Side:
     arrivals: list[int] | None = None  # seconds from the side's start at which each row was written (a batch)
 
 
-def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: float) -> Side:
+def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: float, gpus: str | None = None) -> Side:
     """One-shot ``kernel-mcp check`` per candidate, ``jobs`` at a time, stopped at ``budget_s`` as the batch is (a
-    check still running then is killed and not counted). Each verdict is appended to OUT/loop/results.jsonl as it
-    ends (rows ``--skip`` reads)."""
+    check still running then is killed and not counted); with ``gpus``, the candidates take those GPUs in turn.
+    Each verdict is appended to OUT/loop/results.jsonl as it ends (rows ``--skip`` reads)."""
     verdicts: dict[str, str] = {}
     durations: list[float] = []
     lock, began = threading.Lock(), time.monotonic()
     rows = out / "loop" / "results.jsonl"
     rows.parent.mkdir(parents=True, exist_ok=True)
+    pins = gpu_pins(gpus)
 
-    def one(item: Item) -> None:
+    def one(numbered: tuple[int, Item]) -> None:
+        number, item = numbered
         left = budget_s - (time.monotonic() - began)
         if left <= 0:
             return
         started = time.monotonic()
+        env = {**side_env(out, "loop"), **(pins[number % len(pins)] if pins else {})}
         try:
             done = subprocess.run([*CLI, "check", str(item.problem), str(item.candidate), "--device", device,
-                                   "--json"], cwd=REPO, env=side_env(out, "loop"), capture_output=True, text=True,
-                                  timeout=left)
+                                   "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=left)
         except subprocess.TimeoutExpired:
             return
         try:
@@ -112,12 +118,20 @@ def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: flo
                 f.write(json.dumps({"id": item.id, "verdict": verdict, "passed": passed, "seconds": seconds}) + "\n")
 
     with ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(one, items))
+        list(pool.map(one, enumerate(items)))
     return Side(verdicts, time.monotonic() - began, durations)
 
 
+def gpu_pins(gpus: str | None) -> list[dict[str, str]]:
+    """The variable that shows a one-shot check only its GPU, for each GPU of ``gpus`` (none: as it finds them)."""
+    if not gpus:
+        return []
+    count, vendor = visible_gpus()
+    return [pin_for(index, vendor) for index in parse_gpus(gpus, count)]
+
+
 def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: float,
-              side: str = "batch", builds: int | None = None) -> Side:
+              side: str = "batch", builds: int | None = None, gpus: str | None = None) -> Side:
     """``kernel-mcp judge`` on the sample (``side`` unshared: ``--no-share``), stopped at ``budget_s`` (its rows so
     far count)."""
     manifest = write_manifest(items, out / "sample.jsonl")
@@ -125,7 +139,8 @@ def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: fl
     results, arrivals = out / side / "results.jsonl", []
     with subprocess.Popen([*CLI, "judge", str(out), str(manifest), "--out", str(out / side), "--jobs", str(jobs),
                            "--no-time", "--device", device, "--json", "--share" if side == "batch" else "--no-share",
-                           *(["--builds", str(builds)] if builds is not None else [])],
+                           *(["--builds", str(builds)] if builds is not None else []),
+                           *(["--gpus", gpus] if gpus else [])],
                           cwd=REPO, env=side_env(out, side), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                           start_new_session=True) as run:
         while run.poll() is None and time.monotonic() - began < budget_s:
@@ -205,6 +220,7 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--budget-s", type=float, default=500.0, help="seconds for each side")
     parser.add_argument("--builds", type=int, default=None, help="judge's --builds (default: its own)")
+    parser.add_argument("--gpus", default=None, help="a host's GPUs to judge on: all | 0,1,3 (default: one)")
     parser.add_argument("--sides", default="batch,loop", help="of batch, unshared, loop; run in this order")
     parser.add_argument("--skip", type=Path, nargs="*", default=[], help="JSONL rows of candidates judged before")
     args = parser.parse_args()
@@ -221,14 +237,15 @@ def main() -> int:
         before = cpu_times()
         with CpuUse() as use:
             if side == "loop":
-                sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s)
+                sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s, args.gpus)
             else:
-                sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side, args.builds)
+                sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side, args.builds, args.gpus)
         busy[side], cpu_s[side] = busy_share(before, cpu_times()), {**use.seconds(), "runs": use.compiler_runs()}
         done = sides[side]
         print(f"{side}: {len(done.verdicts)} judged in {done.seconds:.0f} s: "
               f"{3600 * len(done.verdicts) / done.seconds:.0f} per hour", flush=True)
-    summary = {"candidates": len(items), "device": args.device, "jobs": args.jobs, "sides": sides_asked}
+    summary = {"candidates": len(items), "device": args.device, "gpus": args.gpus, "jobs": args.jobs,
+               "sides": sides_asked}
     for side, done in sides.items():
         jobs = args.loop_jobs or args.jobs if side == "loop" else args.jobs
         summary[side] = {"judged": len(done.verdicts), "seconds": round(done.seconds, 1),

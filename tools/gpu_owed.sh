@@ -24,7 +24,9 @@
 #            # judged before (bench/data/generations_judged.jsonl); SIDES batch (the default), loop, or batch,loop
 #            # (a window each, in one call: BUDGET_S=SECONDS, 480 by default, must then fit twice in a call); a
 #            # side needs several candidates' time (about 90 s each on a GPU) to pass its start-up; TRACE=1: every
-#            # judge's phases to trace.txt (read it with tools/trace_phases.py)
+#            # judge's phases to trace.txt (read it with tools/trace_phases.py); GPUS=all: a host's every GPU
+#            # (batch_bench --gpus), JOBS=N checks at once (12). A call brings back 8 files at most: a side's step
+#            # writes 8 with TRACE=1, so write nothing else under $OUT. bench/batch_bounds.py reads what comes back.
 set -uo pipefail
 steps="smoke attacks timing numerics tune kernelbench rerun memory compare reward rebuild batch wait"
 step=${1:?"usage: gpu_owed.sh STEP [args], STEP one of: $steps (the header of this script says what each runs)"}
@@ -32,7 +34,7 @@ step=${1:?"usage: gpu_owed.sh STEP [args], STEP one of: $steps (the header of th
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+{ date -u; git rev-parse HEAD 2>/dev/null; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } > "$OUT/env.txt"
 pytest_v() { local limit=$1; shift; timeout "$limit" python3 -m pytest -v -p no:cacheprovider "$@"; }
 
@@ -68,8 +70,9 @@ batch)
   sides=${side//,/ }; n=$(wc -w <<< "$sides")  # "batch,loop": both sides in one call, a window each
   # TRACE=1: every judge's phases (worker/trace.py) to trace.txt, to see where a check holds the device
   [[ ${TRACE:-0} == 1 ]] && export KERNEL_MCP_TRACE=$(realpath "$OUT")/trace.txt
-  timeout $((n * budget + 80)) python3 bench/batch_bench.py "$bench" "$kb" "$manifest" --device cuda --jobs 12 \
-    --limit 200 --budget-s "$budget" --sides "$side" --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
+  timeout $((n * budget + 80)) python3 bench/batch_bench.py "$bench" "$kb" "$manifest" --device cuda \
+    --jobs "${JOBS:-12}" ${GPUS:+--gpus "$GPUS"} --limit 200 --budget-s "$budget" --sides "$side" \
+    --skip bench/data/generations_judged.jsonl > "$OUT/log.txt" 2>&1
   tail -30 "$OUT/log.txt"; cp "$bench/summary.json" "$OUT/"
   for s in $sides; do cp "$bench/$s/results.jsonl" "$OUT/results-$s.jsonl" 2>/dev/null
     cp "$bench/$s/arrivals.json" "$OUT/arrivals-$s.json" 2>/dev/null; done

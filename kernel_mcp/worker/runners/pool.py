@@ -245,7 +245,7 @@ def cpu_pool(workers: int, warm: bool = True, spares: int = 1) -> PoolRunner:
 
 def gpu_pool(gpus: str, warm: bool = True, spares: int = 1) -> PoolRunner:
     """A worker per GPU of ``gpus`` ("0,1,3" as this process numbers them, or "all")."""
-    count, vendor = _visible_gpus()
+    count, vendor = visible_gpus()
     indices = parse_gpus(gpus, count)
     return PoolRunner([(f"gpu {i}", "cuda", i, pin_for(i, vendor)) for i in indices], warm=warm, spares=spares)
 
@@ -279,7 +279,7 @@ def pin_for(index: int, vendor: str) -> dict[str, str]:
     return {name: given[index] if index < len(given) else str(index)}
 
 
-def _visible_gpus() -> tuple[int, str]:
+def visible_gpus() -> tuple[int, str]:
     """(how many GPUs torch sees here, "nvidia" or "amd"). Imports torch; creates no context."""
     import torch
     return torch.cuda.device_count(), "amd" if getattr(torch.version, "hip", None) else "nvidia"
