@@ -15,7 +15,7 @@ a batch's ``results.jsonl``, ``bench/data/generations_judged.jsonl``), so a run'
 ``--sides``: which to run, in that order: ``batch`` (``kernel-mcp judge``, a problem's candidates sharing their
 secret inputs and float64 truth), ``unshared`` (``judge --no-share``), ``loop`` (one-shot checks).
 ``--gpus`` (a host of several GPUs: "all" or "0,1,3"): the batch judges on a worker per GPU (``judge --gpus``), and
-the loop's one-shot checks take the GPUs in turn (each shown only its own, as the pool's workers are).
+each of the loop's one-shot checks goes to the GPU running the fewest (shown only that one, as a pool's worker is).
 
 Writes OUT_DIR/summary.json (rates, seconds, the verdicts that differ) and prints it; each side's rows go to
 OUT_DIR/<side>/results.jsonl as they end. ``per_hour`` is what finished in the budget; ``steady_per_hour`` the
@@ -38,7 +38,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +51,7 @@ from kernel_mcp.batch.ledger import read_rows  # noqa: E402
 from kernelbench_bench import read_rows as read_jsonl  # noqa: E402
 from kernel_mcp.batch.sources import Item, find_items  # noqa: E402
 from cpu_use import CpuUse  # noqa: E402
+from kernel_mcp.errors import UsageError  # noqa: E402
 from kernel_mcp.worker.runners.pool import parse_gpus, pin_for, visible_gpus  # noqa: E402
 
 CLI = [sys.executable, "-m", "kernel_mcp"]
@@ -90,18 +93,18 @@ def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: flo
     lock, began = threading.Lock(), time.monotonic()
     rows = out / "loop" / "results.jsonl"
     rows.parent.mkdir(parents=True, exist_ok=True)
-    pins = gpu_pins(gpus)
+    gpu = GpuTurns(gpu_pins(gpus))
 
-    def one(numbered: tuple[int, Item]) -> None:
-        number, item = numbered
+    def one(item: Item) -> None:
         left = budget_s - (time.monotonic() - began)
         if left <= 0:
             return
         started = time.monotonic()
-        env = {**side_env(out, "loop"), **(pins[number % len(pins)] if pins else {})}
         try:
-            done = subprocess.run([*CLI, "check", str(item.problem), str(item.candidate), "--device", device,
-                                   "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=left)
+            with gpu.least_busy() as pin:
+                done = subprocess.run([*CLI, "check", str(item.problem), str(item.candidate), "--device", device,
+                                       "--json"], cwd=REPO, env={**side_env(out, "loop"), **pin}, capture_output=True,
+                                      text=True, timeout=left)
         except subprocess.TimeoutExpired:
             return
         try:
@@ -118,16 +121,39 @@ def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: flo
                 f.write(json.dumps({"id": item.id, "verdict": verdict, "passed": passed, "seconds": seconds}) + "\n")
 
     with ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(one, enumerate(items)))
+        list(pool.map(one, items))
     return Side(verdicts, time.monotonic() - began, durations)
 
 
 def gpu_pins(gpus: str | None) -> list[dict[str, str]]:
-    """The variable that shows a one-shot check only its GPU, for each GPU of ``gpus`` (none: as it finds them)."""
+    """The variable that shows a one-shot check only its GPU, for each GPU of ``gpus`` (none: as it finds them).
+    Raises UsageError for GPUs this machine lacks."""
     if not gpus:
         return []
     count, vendor = visible_gpus()
     return [pin_for(index, vendor) for index in parse_gpus(gpus, count)]
+
+
+class GpuTurns:
+    """The loop's one-shot checks spread over a host's GPUs as the batch's pool spreads its checks: each to the GPU
+    running the fewest (no pins: every check as it finds the devices)."""
+
+    def __init__(self, pins: list[dict[str, str]]):
+        self.pins, self.running, self.lock = pins, [0] * len(pins), threading.Lock()
+
+    @contextmanager
+    def least_busy(self) -> Iterator[dict[str, str]]:
+        if not self.pins:
+            yield {}
+            return
+        with self.lock:
+            index = self.running.index(min(self.running))
+            self.running[index] += 1
+        try:
+            yield self.pins[index]
+        finally:
+            with self.lock:
+                self.running[index] -= 1
 
 
 def run_batch(items: list[Item], out: Path, device: str, jobs: int, budget_s: float,
@@ -227,6 +253,10 @@ def main() -> int:
     sides_asked = args.sides.split(",")
     if not sides_asked or set(sides_asked) - {"batch", "unshared", "loop"}:
         parser.error("--sides: a comma list of batch, unshared, loop")
+    try:
+        gpu_pins(args.gpus)  # a GPU this machine lacks is a usage error now, not a side that judges nothing
+    except UsageError as exc:
+        parser.error(str(exc))
     out = args.out_dir.resolve()
     out.mkdir(parents=True, exist_ok=True)
     judged = {r["id"] for r in read_jsonl(args.skip, key=lambda r: r["id"]) if r.get("passed") is not None}

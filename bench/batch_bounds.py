@@ -12,15 +12,19 @@ needs.problem_key; the device's copy of the repository sits at the same path as 
 - **Memory.** Each judged check held its problem's reservation (the recorded peak x ``NEED_MARGIN``, what a later
   check of it reserves) from the moment its judge knew its need (``admitted_at`` after a wait, else
   ``measured_at``) to its verdict. Admitted checks may together reserve ``MEMORY_BUDGET`` of a GPU, so
-  ``budget x 3600 / (mean GiB-seconds a check)`` checks an hour is the most that memory allows, however the lease
-  orders them. An estimate: a check's first reservation, before its judge measured, is a share of the device, not
-  counted here; and the recorded peak is the largest seen. ``without timeouts`` leaves out checks that ran into
-  their call's time limit: one such check held a large problem's memory for minutes (23_Softmax, an H100,
-  thirty-sixth session), and whether a sample holds one is luck.
+  ``budget x 3600 / (mean GiB-seconds a check)`` checks an hour is about the most that memory allows, however the
+  lease orders them. An estimate from the finished checks, on the optimistic side: checks still running at the
+  window's end (often the long, large ones) are not in the rows; a check of a problem measured before holds its
+  reservation from its admission, a few seconds before its judge's mark; a first reservation (a share of the device
+  until the judge measured) and a check run alone (the whole device) are not modelled; the recorded peak is the
+  largest seen. ``without timeouts`` leaves out checks that ran into their call's time limit: one such check held a
+  large problem's memory for minutes (23_Softmax, an H100, thirty-sixth session), and whether a sample holds one
+  is luck.
 - **CPU.** ``compilers / nvcc runs`` CPU-seconds a CUDA build (its C++ file and the C++-only builds counted in:
   high), ``python / judged`` a candidate's judging (judges booted for checks not finished counted in: high), and
   the share of the judged candidates whose source builds CUDA (``cuda_sources``). ``cores x 3600 / (share x build
-  + judging)`` an hour is the most the CPU allows with every core busy and nothing else running: a ceiling.
+  + judging)`` an hour is the most the CPU allows with every core busy and nothing else running, on the build path
+  measured (more cores are assumed to scale it linearly, which no run has measured).
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from kernel_mcp.worker.lease import MEMORY_BUDGET  # noqa: E402
+from kernelbench_bench import read_rows as read_jsonl  # noqa: E402
 from kernel_mcp.worker.needs import NEED_MARGIN, problem_key  # noqa: E402
 
 GIB = 1 << 30
@@ -42,7 +47,12 @@ TIMEOUT = "timeout"  # the cause of a check whose call ran past its time limit
 
 
 def reservations(memory: dict[str, int], rows: list[dict], kb_root: Path) -> dict[str, float]:
-    """GiB a later check of each row's problem reserves, by problem name (a problem no record names is left out)."""
+    """GiB a later check of each row's problem reserves, by problem name (a problem no record names is left out).
+    The records of one GPU model: a run's cache holds only the model it ran on (a file of several is refused)."""
+    models = {key.rsplit(":", 1)[0] for key in memory}
+    if len(models) > 1:
+        raise SystemExit(f"memory.json holds the records of {len(models)} GPU models ({', '.join(sorted(models))}): "
+                         "give the one run's file")
     by_key = {key.rsplit(":", 1)[-1]: peak for key, peak in memory.items() if isinstance(peak, int)}
     found = {}
     for name in {row["problem"] for row in rows}:
@@ -61,12 +71,10 @@ def held_gib_s(row: dict, reserved_gib: float) -> float:
     return reserved_gib * max(0.0, row["seconds"] - since)
 
 
-def memory_bound(rows: list[dict], reserved: dict[str, float], memory_gib: float) -> int | None:
-    """Checks an hour the device's memory allows at these checks' mean GiB-seconds."""
-    held = [held_gib_s(row, reserved[row["problem"]]) for row in rows if row["problem"] in reserved]
-    if not held or not statistics.fmean(held):
-        return None
-    return round(MEMORY_BUDGET * memory_gib * 3600 / statistics.fmean(held))
+def memory_bound(held: list[float], memory_gib: float) -> int | None:
+    """Checks an hour the device's memory allows at a mean of ``held`` GiB-seconds a check."""
+    mean = statistics.fmean(held) if held else 0.0
+    return round(MEMORY_BUDGET * memory_gib * 3600 / mean) if mean else None
 
 
 def builds_cuda(row: dict) -> bool | None:
@@ -82,10 +90,11 @@ def cpu_costs(summary: dict, rows: list[dict]) -> dict[str, float] | None:
     cpu = summary.get("batch", {}).get("cpu_s", {})
     nvcc, judged = cpu.get("runs", {}).get("nvcc", 0), len(rows)
     known = [b for b in map(builds_cuda, rows) if b is not None]
-    if not nvcc or not judged or not known:
+    share = sum(known) / len(known) if known else None
+    if not judged or share is None or (share and not nvcc):  # candidates built CUDA, but no build was seen
         return None
-    return {"cuda_build_s": cpu["compilers"] / nvcc, "judging_s": cpu["python"] / judged,
-            "cuda_share": sum(known) / len(known)}
+    return {"cuda_build_s": cpu["compilers"] / nvcc if nvcc else 0.0, "judging_s": cpu["python"] / judged,
+            "cuda_share": share}
 
 
 def cpu_bound(costs: dict[str, float], cores: int) -> int:
@@ -93,18 +102,18 @@ def cpu_bound(costs: dict[str, float], cores: int) -> int:
 
 
 def bounds(folder: Path, kb_root: Path, memory_gibs: list[float], cores: list[int]) -> dict:
-    rows = [json.loads(line) for line in (folder / "results-batch.jsonl").read_text().splitlines() if line.strip()]
+    rows = read_jsonl([folder / "results-batch.jsonl"], key=lambda row: row["id"])
     summary = json.loads((folder / "summary.json").read_text())
     reserved = reservations(json.loads((folder / "memory.json").read_text()), rows, kb_root)
-    untimed = [row for row in rows if row.get("cause") != TIMEOUT]
     costs = cpu_costs(summary, rows)
-    held = sorted(((held_gib_s(r, reserved[r["problem"]]), r["id"], r["problem"]) for r in rows
-                   if r["problem"] in reserved), reverse=True)
+    held = sorted(((held_gib_s(r, reserved[r["problem"]]), r["id"], r["problem"], r.get("cause") == TIMEOUT)
+                   for r in rows if r["problem"] in reserved), reverse=True)
+    every, untimed = [h[0] for h in held], [h[0] for h in held if not h[3]]
     return {"judged": len(rows), "per_hour": summary.get("batch", {}).get("per_hour"),
             "problems_without_record": sorted({r["problem"] for r in rows} - set(reserved)),
-            "gib_s": round(sum(h for h, _, _ in held)), "largest": [[round(h), i, p] for h, i, p in held[:3]],
-            "memory_per_hour": {str(g): memory_bound(rows, reserved, g) for g in memory_gibs},
-            "memory_per_hour_without_timeouts": {str(g): memory_bound(untimed, reserved, g) for g in memory_gibs},
+            "gib_s": round(sum(every)), "largest": [[round(h), i, p] for h, i, p, _ in held[:3]],
+            "memory_per_hour": {str(g): memory_bound(every, g) for g in memory_gibs},
+            "memory_per_hour_without_timeouts": {str(g): memory_bound(untimed, g) for g in memory_gibs},
             "cpu": None if costs is None else {k: round(v, 2) for k, v in costs.items()},
             "cpu_per_hour": None if costs is None else {str(c): cpu_bound(costs, c) for c in cores}}
 

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 from batch_bounds import bounds  # noqa: E402
@@ -69,3 +71,25 @@ def test_a_folder_without_the_runs_files_is_a_usage_error(tmp_path):
     done = subprocess.run([sys.executable, str(REPO / "bench" / "batch_bounds.py"), str(tmp_path), "--problems",
                            str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 2 and "lacks results-batch.jsonl, memory.json, summary.json" in done.stderr
+
+
+def test_records_of_two_gpu_models_are_refused_not_mixed(tmp_path):
+    folder, kb = _run_folder(tmp_path)
+    records = json.loads((folder / "memory.json").read_text())
+    records.update({key.replace("NVIDIAH100", "NVIDIAH200"): 1 for key in records})
+    (folder / "memory.json").write_text(json.dumps(records))
+    with pytest.raises(SystemExit, match="2 GPU models"):
+        bounds(folder, kb, [80.0], [16])
+
+
+def test_the_loops_checks_go_to_the_gpu_running_the_fewest():
+    """bench/batch_bench.py --gpus: one-shot checks spread as the batch's pool spreads its checks."""
+    from batch_bench import GpuTurns
+    turns = GpuTurns([{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}])
+    with turns.least_busy() as first, turns.least_busy() as second:
+        with turns.least_busy() as third:
+            assert [first, second, third] == [{"CUDA_VISIBLE_DEVICES": g} for g in "010"]
+        with turns.least_busy() as fourth:  # GPU 0 runs one again (third ended), GPU 1 one
+            assert fourth == {"CUDA_VISIBLE_DEVICES": "0"}
+    with GpuTurns([]).least_busy() as unpinned:
+        assert unpinned == {}

@@ -25,8 +25,9 @@
 #            # (a window each, in one call: BUDGET_S=SECONDS, 480 by default, must then fit twice in a call); a
 #            # side needs several candidates' time (about 90 s each on a GPU) to pass its start-up; TRACE=1: every
 #            # judge's phases to trace.txt (read it with tools/trace_phases.py); GPUS=all: a host's every GPU
-#            # (batch_bench --gpus), JOBS=N checks at once (12). A call brings back 8 files at most: a side's step
-#            # writes 8 with TRACE=1, so write nothing else under $OUT. bench/batch_bounds.py reads what comes back.
+#            # (batch_bench --gpus), JOBS=N checks at once (12). A call brings back 8 files at most: one side with
+#            # TRACE=1 writes 8 (batch,loop with TRACE=1 writes 9: the trace is lost), so write nothing else under
+#            # $OUT. bench/batch_bounds.py reads what comes back.
 set -uo pipefail
 steps="smoke attacks timing numerics tune kernelbench rerun memory compare reward rebuild batch wait"
 step=${1:?"usage: gpu_owed.sh STEP [args], STEP one of: $steps (the header of this script says what each runs)"}
@@ -34,7 +35,7 @@ step=${1:?"usage: gpu_owed.sh STEP [args], STEP one of: $steps (the header of th
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
-{ date -u; git rev-parse HEAD 2>/dev/null; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+{ date -u; git rev-parse HEAD 2>/dev/null || echo "commit unknown (no .git here)"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } > "$OUT/env.txt"
 pytest_v() { local limit=$1; shift; timeout "$limit" python3 -m pytest -v -p no:cacheprovider "$@"; }
 
@@ -66,6 +67,7 @@ tune)  # then the scripted model through the instruments (issue 37), on the same
 batch)
   kb=${2:?a KernelBench root (carried: name it in carry)}; manifest=${3:?a manifest of generations}
   side=${4:-batch}; bench=/tmp/kmcp-batch-bench  # its kernel stores are large: only the figures come back
+  rm -rf "$bench"  # an earlier call's on a warm machine: its builds and memory records would carry over
   budget=${BUDGET_S:-480}  # a shorter window where a call also runs other steps
   sides=${side//,/ }; n=$(wc -w <<< "$sides")  # "batch,loop": both sides in one call, a window each
   # TRACE=1: every judge's phases (worker/trace.py) to trace.txt, to see where a check holds the device
