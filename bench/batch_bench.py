@@ -86,7 +86,7 @@ class Side:
 
 def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: float, gpus: str | None = None) -> Side:
     """One-shot ``kernel-mcp check`` per candidate, ``jobs`` at a time, stopped at ``budget_s`` as the batch is (a
-    check still running then is killed and not counted); with ``gpus``, the candidates take those GPUs in turn.
+    check still running then is killed and not counted); with ``gpus``, each goes to the GPU running the fewest.
     Each verdict is appended to OUT/loop/results.jsonl as it ends (rows ``--skip`` reads)."""
     verdicts: dict[str, str] = {}
     durations: list[float] = []
