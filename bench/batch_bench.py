@@ -84,16 +84,18 @@ class Side:
     arrivals: list[int] | None = None  # seconds from the side's start at which each row was written (a batch)
 
 
-def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: float, gpus: str | None = None) -> Side:
+def run_loop(items: list[Item], out: Path, device: str, jobs: int, budget_s: float,
+             pins: list[dict[str, str]] | None = None) -> Side:
     """One-shot ``kernel-mcp check`` per candidate, ``jobs`` at a time, stopped at ``budget_s`` as the batch is (a
-    check still running then is killed and not counted); with ``gpus``, each goes to the GPU running the fewest.
+    check still running then is killed and not counted); with ``pins`` (``gpu_pins``), each goes to the GPU running
+    the fewest.
     Each verdict is appended to OUT/loop/results.jsonl as it ends (rows ``--skip`` reads)."""
     verdicts: dict[str, str] = {}
     durations: list[float] = []
     lock, began = threading.Lock(), time.monotonic()
     rows = out / "loop" / "results.jsonl"
     rows.parent.mkdir(parents=True, exist_ok=True)
-    gpu = GpuTurns(gpu_pins(gpus))
+    gpu = GpuTurns(pins or [])
 
     def one(item: Item) -> None:
         left = budget_s - (time.monotonic() - began)
@@ -254,7 +256,7 @@ def main() -> int:
     if not sides_asked or set(sides_asked) - {"batch", "unshared", "loop"}:
         parser.error("--sides: a comma list of batch, unshared, loop")
     try:
-        gpu_pins(args.gpus)  # a GPU this machine lacks is a usage error now, not a side that judges nothing
+        pins = gpu_pins(args.gpus)  # a GPU this machine lacks is a usage error now, not a side that judges nothing
     except UsageError as exc:
         parser.error(str(exc))
     out = args.out_dir.resolve()
@@ -267,7 +269,7 @@ def main() -> int:
         before = cpu_times()
         with CpuUse() as use:
             if side == "loop":
-                sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s, args.gpus)
+                sides[side] = run_loop(items, out, args.device, args.loop_jobs or args.jobs, args.budget_s, pins)
             else:
                 sides[side] = run_batch(items, out, args.device, args.jobs, args.budget_s, side, args.builds, args.gpus)
         busy[side], cpu_s[side] = busy_share(before, cpu_times()), {**use.seconds(), "runs": use.compiler_runs()}

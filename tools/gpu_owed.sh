@@ -35,7 +35,8 @@ step=${1:?"usage: gpu_owed.sh STEP [args], STEP one of: $steps (the header of th
 OUT=${OUT:-gpu-out}/$step; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
-{ date -u; git rev-parse HEAD 2>/dev/null || echo "commit unknown (no .git here)"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+{ date -u; git rev-parse HEAD 2>/dev/null || echo "commit unknown (no .git here)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } > "$OUT/env.txt"
 pytest_v() { local limit=$1; shift; timeout "$limit" python3 -m pytest -v -p no:cacheprovider "$@"; }
 
