@@ -122,6 +122,22 @@ def test_shared_holders_run_side_by_side(cache, tmp_path):
     assert overlap(rows["a"], rows["b"]) and not rows["a"]["waited"] and not rows["b"]["waited"]
 
 
+def test_a_check_passing_the_memory_turnstile_is_no_wait_for_another(cache):
+    """Two checks that fit, arriving together, meet at the memory turnstile for the moment one is admitted: the
+    other is not told it waits (it was, on a busy machine, when one found the turnstile held at its first try)."""
+    said = []
+    with open(lease.lease_dir() / f"{FAKE_GPU.lease_key}.memory", "a+") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)  # as another check does while it is admitted
+        passing = threading.Timer(0.05, fcntl.flock, (turn, fcntl.LOCK_UN))
+        passing.start()
+        try:
+            with lease.hold(FAKE_GPU, exclusive=False, need_bytes=GIB, on_wait=said.append) as reservation:
+                assert reservation.token
+        finally:
+            passing.join()
+    assert said == []
+
+
 def test_a_check_waits_for_timing_and_timing_waits_for_checks(cache, tmp_path):
     log = tmp_path / "log"
     check_a = holder("check a", log, exclusive=False, hold_s=0.2, until=marker(log, "timing", "waiting"))

@@ -105,7 +105,7 @@ def hold(device: Device, exclusive: bool, need_bytes: int = 0, on_wait: OnWait |
             if exclusive or not (device.is_gpu and need_bytes):
                 break
             keep = time.monotonic() - began >= BACKFILL_S  # until then, checks that fit pass it between tries
-            token = _admit_in_turn(folder, key, device, need_bytes, on_wait, keep, said, windows)
+            token = _admit_in_turn(folder, key, device, need_bytes, on_wait, keep, said, windows, began)
             if token:
                 break
             fcntl.flock(main, fcntl.LOCK_UN)
@@ -163,10 +163,11 @@ def _alive(pid: int) -> bool:
 
 
 def _admit_in_turn(folder: Path, key: str, device: Device, need: int, on_wait: OnWait | None, keep: bool,
-                   said: set, windows: list[int]) -> str:
+                   said: set, windows: list[int], began: float) -> str:
     """``_admit`` through the memory turnstile. A request that may ``keep`` it, unless the turnstile rests, holds it
     until admitted or for its window (DRAIN_S, doubled for each of its ``windows`` that ended unadmitted), then sets
-    the rest; any other gives way if it finds it held ('': it tries again later)."""
+    the rest; any other gives way if it finds it held ('': it tries again later), and says so once it has waited
+    longer than a moment since it ``began`` (monotonic): finding it held as another request passes is no wait."""
     first = (f"waiting for {need / 2**30:.1f} GiB of {device.name or device.torch} memory "
              "(a check that waited longer is first)")
     rest = folder / f"{key}.rest"
@@ -179,7 +180,8 @@ def _admit_in_turn(folder: Path, key: str, device: Device, need: int, on_wait: O
             try:
                 fcntl.flock(turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                _say_once(said, "turn", first, on_wait)
+                if time.monotonic() - began >= MOMENT_S:
+                    _say_once(said, "turn", first, on_wait)
                 return ""
         try:
             until = time.monotonic() + DRAIN_S * 2 ** windows[0] if keep else 0.0
